@@ -1,0 +1,80 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "cosyncauth",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "cosyncauth", targets: ["cosyncauth"]),
+        .library(name: "CosyncAuth", targets: ["CosyncAuth"]),
+        .library(name: "CosyncAuthHTTP", targets: ["CosyncAuthHTTP"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .target(
+            name: "CosyncAuth",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CosyncAuthHTTP",
+            dependencies: [
+                "CosyncAuth",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "cosyncauth",
+            dependencies: [
+                "CosyncAuth",
+                "CosyncAuthHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CosyncAuthTests",
+            dependencies: [
+                "CosyncAuth",
+                "CosyncAuthHTTP",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,325 @@
+import Foundation
+import Logging
+import NIOPosix
+import PostgresNIO
+
+/// Errors of app administration, mapped to HTTP statuses by the admin API.
+public enum AdminFailure: Error, Equatable, CustomStringConvertible {
+    case notFound(String)
+    case invalid(FieldError)
+    case badRequest(code: String, message: String)
+    case conflict(code: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let what): "\(what) not found"
+        case .invalid(let error): error.description
+        case .badRequest(_, let message), .conflict(_, let message): message
+        }
+    }
+}
+
+/// What the admin API shows of an app. Never the private key, the app secret or a credential.
+public struct AppView: Sendable {
+    public let appId: String
+    public let state: AppState
+    public let appToken: String?
+    public let rawPublicKey: String?
+    public let createdAt: Date
+    public let updatedAt: Date
+
+    public func json() throws -> [String: JSONValue] {
+        var object = try JSONCoding.tree(state.settings).objectValue ?? [:]
+        object["appId"] = .string(appId)
+        object["name"] = .string(state.name)
+        object["status"] = .string(state.status.rawValue)
+        if let appToken { object["appToken"] = .string(appToken) }
+        if let rawPublicKey { object["rawPublicKey"] = .string(rawPublicKey) }
+        object["credentials"] = .object(state.credentials.presence.mapValues { .bool($0) })
+        object["createdAt"] = .string(ISO8601.milliseconds(createdAt))
+        object["updatedAt"] = .string(ISO8601.milliseconds(updatedAt))
+        return object
+    }
+}
+
+/// Creating, reading, changing and deleting apps (tenants), and rotating their credentials. Used by
+/// the admin REST API and by the `cosyncauth app` commands alike.
+public struct AppAdministration: Sendable {
+    public let client: PostgresClient
+    public let box: SecretBox
+    public let serverKeys: ServerKeyRing
+    public let logger: Logger
+
+    public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, logger: Logger) {
+        self.client = client
+        self.box = box
+        self.serverKeys = serverKeys
+        self.logger = logger
+    }
+
+    public struct Created: Sendable {
+        public let app: AppView
+        public let appSecret: String
+    }
+
+    // MARK: create
+
+    public func create(_ input: [String: JSONValue], actor: String) async throws -> Created {
+        guard input["name"] != nil else {
+            throw AdminFailure.invalid(FieldError("name", "required", "is required"))
+        }
+        let state: AppState
+        do {
+            state = try AppState(name: "").applying(input)
+        } catch {
+            throw AdminFailure.invalid(error)
+        }
+        // RSA key generation takes tens of milliseconds of CPU: keep it off the cooperative executor.
+        let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
+        let appSecret = Secrets.token(prefix: "cas_")
+        let appId = Secrets.hexIdentifier()
+        let appToken = try await serverKeys.sign(AppTokenClaims(appId: appId))
+        let credentialsSealed = try sealCredentials(state.credentials, appId: appId)
+        let privateSealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
+        let tokenSealed = try box.seal(appToken, purpose: "app-token:\(appId)")
+
+        let row = try await client.withTransaction(logger: logger) { db in
+            let row = try await AppStore.insertApp(
+                db, appId: appId, name: state.name, status: state.status.rawValue, settings: state.settings,
+                appSecretHash: Secrets.sha256(appSecret), credentialsSealed: credentialsSealed, logger: logger)
+            try await AppStore.insertAppToken(
+                db, ref: row.ref, tokenHash: Secrets.sha256(appToken), tokenSealed: tokenSealed, origin: "issued",
+                logger: logger)
+            try await AppStore.insertAppKey(
+                db, ref: row.ref, kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: privateSealed,
+                logger: logger)
+            try await AuditLog.record(
+                db, appRef: row.ref, appId: appId, actor: actor, action: "app.create",
+                detail: ["name": .string(state.name), "fields": .array(input.keys.sorted().map { .string($0) })],
+                logger: logger)
+            return row
+        }
+        let view = AppView(
+            appId: appId, state: state, appToken: appToken, rawPublicKey: key.rawPublicKey, createdAt: row.createdAt,
+            updatedAt: row.updatedAt)
+        return Created(app: view, appSecret: appSecret)
+    }
+
+    // MARK: read
+
+    public func row(appId: String) async throws -> AppRow {
+        guard Self.isAppId(appId),
+            let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) })
+        else { throw AdminFailure.notFound("app") }
+        return row
+    }
+
+    public func view(appId: String) async throws -> AppView {
+        let row = try await row(appId: appId)
+        return try await client.withConnection { db in try await view(of: row, db: db) }
+    }
+
+    func view(of row: AppRow, db: PostgresConnection) async throws -> AppView {
+        let tokenSealed = try await AppStore.currentAppTokenSealed(db, ref: row.ref, logger: logger)
+        let keys = try await AppStore.keys(db, ref: row.ref, logger: logger)
+        let token = try tokenSealed.map { try box.openString($0, purpose: "app-token:\(row.appId)") }
+        let signing = keys.first(where: \.active)
+        return AppView(
+            appId: row.appId, state: try state(of: row), appToken: token,
+            rawPublicKey: signing.map { Data($0.publicKeyPEM.utf8).base64EncodedString() },
+            createdAt: row.createdAt, updatedAt: row.updatedAt)
+    }
+
+    func state(of row: AppRow) throws -> AppState {
+        AppState(
+            name: row.name, status: AppState.Status(rawValue: row.status) ?? .suspended, settings: row.settings,
+            credentials: try openCredentials(row.credentialsSealed, appId: row.appId))
+    }
+
+    public struct Page: Sendable {
+        public let apps: [AppView]
+        public let nextCursor: String?
+    }
+
+    /// Newest first, keyset-paginated. The list omits `appToken` and `rawPublicKey` (GET one app for them).
+    public func list(query: String?, limit: Int, cursor: String?) async throws -> Page {
+        let before = try cursor.map { text -> Int64 in
+            guard let id = Cursor.decodeInt(text) else {
+                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
+            }
+            return id
+        }
+        let rows = try await client.withConnection { db in
+            try await AppStore.listApps(db, namePrefix: query, before: before, limit: limit + 1, logger: logger)
+        }
+        let page = rows.prefix(limit)
+        let apps = try page.map { row in
+            AppView(
+                appId: row.appId, state: try state(of: row), appToken: nil, rawPublicKey: nil, createdAt: row.createdAt,
+                updatedAt: row.updatedAt)
+        }
+        let next = rows.count > limit ? page.last.map { Cursor.encode($0.ref) } : nil
+        return Page(apps: apps, nextCursor: next)
+    }
+
+    // MARK: update
+
+    public func update(appId: String, patch: [String: JSONValue], actor: String) async throws -> AppView {
+        guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
+        return try await client.withTransaction(logger: logger) { db in
+            guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
+                throw AdminFailure.notFound("app")
+            }
+            let current = try state(of: row)
+            let next: AppState
+            do {
+                next = try current.applying(patch)
+            } catch let error as FieldError {
+                throw AdminFailure.invalid(error)
+            }
+            let sealed = try sealCredentials(next.credentials, appId: appId)
+            let updated = try await AppStore.updateApp(
+                db, ref: row.ref, name: next.name, status: next.status.rawValue, settings: next.settings,
+                credentialsSealed: sealed, logger: logger)
+            try await AuditLog.record(
+                db, appRef: row.ref, appId: appId, actor: actor, action: "app.update",
+                detail: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
+            return try await view(of: updated, db: db)
+        }
+    }
+
+    // MARK: delete
+
+    public func delete(appId: String, actor: String) async throws {
+        guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
+        try await client.withTransaction(logger: logger) { db in
+            guard try await AppStore.deleteApp(db, appId: appId, logger: logger) != nil else {
+                throw AdminFailure.notFound("app")
+            }
+            try await AuditLog.record(db, appRef: nil, appId: appId, actor: actor, action: "app.delete", logger: logger)
+        }
+    }
+
+    // MARK: rotation
+
+    public struct TokenRotation: Sendable {
+        public let appToken: String
+        public let previousTokenExpiresAt: Date?
+    }
+
+    /// Issues a new app token. The old one stops at once, or after `graceSeconds`.
+    public func rotateAppToken(appId: String, graceSeconds: Int, actor: String) async throws -> TokenRotation {
+        let token = try await serverKeys.sign(AppTokenClaims(appId: appId))
+        let sealed = try box.seal(token, purpose: "app-token:\(appId)")
+        try await client.withTransaction(logger: logger) { db in
+            guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
+                throw AdminFailure.notFound("app")
+            }
+            try await AppStore.retireCurrentAppToken(db, ref: row.ref, graceSeconds: graceSeconds, logger: logger)
+            try await AppStore.insertAppToken(
+                db, ref: row.ref, tokenHash: Secrets.sha256(token), tokenSealed: sealed, origin: "issued", logger: logger)
+            try await AuditLog.record(
+                db, appRef: row.ref, appId: appId, actor: actor, action: "app.token.rotate",
+                detail: ["gracePeriodSeconds": .int(graceSeconds)], logger: logger)
+        }
+        return TokenRotation(
+            appToken: token, previousTokenExpiresAt: graceSeconds > 0 ? Date().addingTimeInterval(Double(graceSeconds)) : nil)
+    }
+
+    /// Issues a new app secret; the old one stops at once.
+    public func rotateAppSecret(appId: String, actor: String) async throws -> String {
+        let secret = Secrets.token(prefix: "cas_")
+        try await client.withTransaction(logger: logger) { db in
+            guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
+                throw AdminFailure.notFound("app")
+            }
+            try await AppStore.setAppSecretHash(db, ref: row.ref, hash: Secrets.sha256(secret), logger: logger)
+            try await AuditLog.record(db, appRef: row.ref, appId: appId, actor: actor, action: "app.secret.rotate", logger: logger)
+        }
+        return secret
+    }
+
+    public struct KeyRotation: Sendable {
+        public let app: AppView
+        public let previousKeyRetiresAt: Date
+    }
+
+    /// Makes a new key pair the signing key. The old public key stays in the JWKS until every JWT it
+    /// signed has expired: `userJWTExpiration` hours (or `retireAfterHours` when given).
+    public func rotateKeys(appId: String, retireAfterHours: Int?, actor: String) async throws -> KeyRotation {
+        guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
+        let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
+        let sealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
+        return try await client.withTransaction(logger: logger) { db in
+            guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
+                throw AdminFailure.notFound("app")
+            }
+            let hours = retireAfterHours ?? row.settings.userJWTExpiration
+            try await AppStore.deactivateSigningKey(db, ref: row.ref, retireAfterHours: hours, logger: logger)
+            try await AppStore.insertAppKey(
+                db, ref: row.ref, kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: sealed, logger: logger)
+            try await AuditLog.record(
+                db, appRef: row.ref, appId: appId, actor: actor, action: "app.keys.rotate",
+                detail: ["kid": .string(key.kid), "previousKeyRetiresAfterHours": .int(hours)], logger: logger)
+            return KeyRotation(app: try await view(of: row, db: db), previousKeyRetiresAt: Date().addingTimeInterval(Double(hours) * 3600))
+        }
+    }
+
+    // MARK: public keys and credentials
+
+    /// The JWKS of an app: its signing key and the rotated-out keys not yet retired.
+    public func jwks(appId: String) async throws -> [[String: String]] {
+        let row = try await row(appId: appId)
+        let keys = try await client.withConnection { try await AppStore.keys($0, ref: row.ref, logger: logger) }
+        return try keys.map { try RSAKeyMaterial.jwk(publicKeyPEM: $0.publicKeyPEM, kid: $0.kid) }
+    }
+
+    /// True when `secret` is this app's secret (constant-time comparison of the hashes).
+    public func isAppSecret(_ secret: String, appId: String) async throws -> Bool {
+        guard Self.isAppId(appId),
+            let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) })
+        else { return false }
+        return Secrets.constantTimeEquals(Secrets.sha256(secret), row.appSecretHash)
+    }
+
+    /// The app an app token belongs to, by exact string (through its hash).
+    public func app(forToken token: String) async throws -> AppRow? {
+        guard !token.isEmpty, token.utf8.count <= 4096 else { return nil }
+        return try await client.withConnection {
+            try await AppStore.appByTokenHash($0, tokenHash: Secrets.sha256(token), logger: logger)
+        }
+    }
+
+    func sealCredentials(_ credentials: ProviderCredentials, appId: String) throws -> Data? {
+        guard !credentials.isEmpty else { return nil }
+        return try box.seal(try JSONCoding.encode(credentials), purpose: "app-credentials:\(appId)")
+    }
+
+    func openCredentials(_ sealed: Data?, appId: String) throws -> ProviderCredentials {
+        guard let sealed else { return ProviderCredentials() }
+        return try JSONDecoder().decode(
+            ProviderCredentials.self, from: try box.open(sealed, purpose: "app-credentials:\(appId)"))
+    }
+
+    public static func isAppId(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
+/// Opaque keyset cursors: base64url of the last row's sort key.
+public enum Cursor {
+    public static func encode(_ id: Int64) -> String { Base64URL.encode(Array("i:\(id)".utf8)) }
+    public static func decodeInt(_ text: String) -> Int64? {
+        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("i:") else {
+            return nil
+        }
+        return Int64(s.dropFirst(2))
+    }
+    public static func encode(text: String) -> String { Base64URL.encode(Array("s:\(text)".utf8)) }
+    public static func decodeText(_ text: String) -> String? {
+        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("s:") else {
+            return nil
+        }
+        return String(s.dropFirst(2))
+    }
+}

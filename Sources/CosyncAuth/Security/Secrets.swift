@@ -1,0 +1,91 @@
+import Crypto
+import Foundation
+
+/// Random identifiers and secrets, and the hashing/comparison rules for them.
+public enum Secrets {
+    /// `count` bytes from the system CSPRNG.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// A 32-lowercase-hex identifier (the appId format).
+    public static func hexIdentifier() -> String { Hex.encode(randomBytes(16)) }
+
+    /// A high-entropy secret with a readable prefix, e.g. `cas_…` for app secrets.
+    public static func token(prefix: String, bytes: Int = 32) -> String {
+        prefix + Base64URL.encode(randomBytes(bytes))
+    }
+
+    /// A decimal code of `digits` digits from the CSPRNG (uniform, leading zeros kept).
+    public static func numericCode(digits: Int = 6) -> String {
+        var upper = 1
+        for _ in 0..<digits { upper *= 10 }
+        let value = Int.random(in: 0..<upper)
+        let text = String(value)
+        return String(repeating: "0", count: digits - text.count) + text
+    }
+
+    /// SHA-256 of the UTF-8 bytes. Used to store high-entropy secrets (app secrets, tokens) so that
+    /// the database never holds them; a fast hash is right for 256-bit random values.
+    public static func sha256(_ text: String) -> Data { Data(SHA256.hash(data: Data(text.utf8))) }
+
+    /// Compares two byte strings in time that depends only on their lengths.
+    public static func constantTimeEquals(_ lhs: some DataProtocol, _ rhs: some DataProtocol) -> Bool {
+        let a = Array(lhs), b = Array(rhs)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in 0..<a.count { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}
+
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+}
+
+public enum Base64URL {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Accepts base64 or base64url, with or without padding.
+    public static func decodeLenient(_ text: String) -> Data? {
+        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        return Data(base64Encoded: s)
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension AppSettings: PostgresCodable {}
+
+/// One row of `apps`, as stored (credentials still sealed).
+public struct AppRow: Sendable {
+    public let ref: Int64
+    public let appId: String
+    public let name: String
+    public let status: String
+    public let settings: AppSettings
+    public let appSecretHash: Data
+    public let credentialsSealed: Data?
+    public let createdAt: Date
+    public let updatedAt: Date
+}
+
+/// SQL for apps, their tokens and their keys. Every function takes a connection, so the same code
+/// runs inside a transaction or on its own.
+public enum AppStore {
+    static let appColumns =
+        "id, app_id, name, status, settings, app_secret_hash, credentials_sealed, created_at, updated_at"
+
+    static func decodeApps(_ rows: PostgresRowSequence) async throws -> [AppRow] {
+        var result: [AppRow] = []
+        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt) in rows.decode(
+            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date).self)
+        {
+            result.append(
+                AppRow(
+                    ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
+                    credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt))
+        }
+        return result
+    }
+
+    public static func insertApp(
+        _ db: PostgresConnection, appId: String, name: String, status: String, settings: AppSettings,
+        appSecretHash: Data, credentialsSealed: Data?, logger: Logger
+    ) async throws -> AppRow {
+        let rows = try await db.query(
+            """
+            INSERT INTO apps (app_id, name, status, settings, app_secret_hash, credentials_sealed)
+            VALUES (\(appId), \(name), \(status), \(settings), \(appSecretHash), \(credentialsSealed))
+            RETURNING \(unescaped: appColumns)
+            """, logger: logger)
+        guard let row = try await decodeApps(rows).first else { throw StoreError.noRowReturned }
+        return row
+    }
+
+    public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> AppRow? {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        let rows = try await db.query(
+            "SELECT \(unescaped: appColumns) FROM apps WHERE app_id = \(appId)\(unescaped: lock)", logger: logger)
+        return try await decodeApps(rows).first
+    }
+
+    /// Apps newest first. `before` is the internal id of the last app of the previous page; `namePrefix`
+    /// matches the name (case-insensitive) or the appId.
+    public static func listApps(
+        _ db: PostgresConnection, namePrefix: String?, before: Int64?, limit: Int, logger: Logger
+    ) async throws -> [AppRow] {
+        let cursor = before ?? Int64.max
+        if let prefix = namePrefix, !prefix.isEmpty {
+            let pattern = likePrefix(prefix.lowercased())
+            let rows = try await db.query(
+                """
+                SELECT \(unescaped: appColumns) FROM apps
+                WHERE id < \(cursor) AND (lower(name) LIKE \(pattern) OR app_id LIKE \(pattern))
+                ORDER BY id DESC LIMIT \(limit)
+                """, logger: logger)
+            return try await decodeApps(rows)
+        }
+        let rows = try await db.query(
+            "SELECT \(unescaped: appColumns) FROM apps WHERE id < \(cursor) ORDER BY id DESC LIMIT \(limit)",
+            logger: logger)
+        return try await decodeApps(rows)
+    }
+
+    public static func updateApp(
+        _ db: PostgresConnection, ref: Int64, name: String, status: String, settings: AppSettings,
+        credentialsSealed: Data?, logger: Logger
+    ) async throws -> AppRow {
+        let rows = try await db.query(
+            """
+            UPDATE apps SET name = \(name), status = \(status), settings = \(settings),
+                credentials_sealed = \(credentialsSealed), updated_at = now()
+            WHERE id = \(ref) RETURNING \(unescaped: appColumns)
+            """, logger: logger)
+        guard let row = try await decodeApps(rows).first else { throw StoreError.noRowReturned }
+        return row
+    }
+
+    public static func setAppSecretHash(_ db: PostgresConnection, ref: Int64, hash: Data, logger: Logger) async throws {
+        try await db.query(
+            "UPDATE apps SET app_secret_hash = \(hash), updated_at = now() WHERE id = \(ref)", logger: logger)
+    }
+
+    /// Deletes the app; the foreign keys cascade to everything it owns. Returns the internal id.
+    public static func deleteApp(_ db: PostgresConnection, appId: String, logger: Logger) async throws -> Int64? {
+        let rows = try await db.query("DELETE FROM apps WHERE app_id = \(appId) RETURNING id", logger: logger)
+        for try await ref in rows.decode(Int64.self) { return ref }
+        return nil
+    }
+
+    // MARK: app tokens
+
+    public static func insertAppToken(
+        _ db: PostgresConnection, ref: Int64, tokenHash: Data, tokenSealed: Data, origin: String, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO app_tokens (token_hash, app_ref, token_sealed, origin)
+            VALUES (\(tokenHash), \(ref), \(tokenSealed), \(origin))
+            """, logger: logger)
+    }
+
+    /// Ends the current token: at once (`grace` nil or zero) or after a grace period.
+    public static func retireCurrentAppToken(_ db: PostgresConnection, ref: Int64, graceSeconds: Int, logger: Logger) async throws {
+        // Tokens already in a grace period are cut to the new deadline at the latest.
+        if graceSeconds > 0 {
+            try await db.query(
+                """
+                UPDATE app_tokens SET expires_at = now() + make_interval(secs => \(graceSeconds))
+                WHERE app_ref = \(ref) AND expires_at IS NULL
+                """, logger: logger)
+        } else {
+            try await db.query("DELETE FROM app_tokens WHERE app_ref = \(ref) AND expires_at IS NULL", logger: logger)
+        }
+        try await db.query("DELETE FROM app_tokens WHERE app_ref = \(ref) AND expires_at <= now()", logger: logger)
+    }
+
+    public static func currentAppTokenSealed(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> Data? {
+        let rows = try await db.query(
+            "SELECT token_sealed FROM app_tokens WHERE app_ref = \(ref) AND expires_at IS NULL", logger: logger)
+        for try await sealed in rows.decode(Data.self) { return sealed }
+        return nil
+    }
+
+    /// The app a token belongs to, when the token is current or still in its grace period.
+    public static func appByTokenHash(_ db: PostgresConnection, tokenHash: Data, logger: Logger) async throws -> AppRow? {
+        let rows = try await db.query(
+            """
+            SELECT a.id, a.app_id, a.name, a.status, a.settings, a.app_secret_hash, a.credentials_sealed,
+                a.created_at, a.updated_at
+            FROM app_tokens t JOIN apps a ON a.id = t.app_ref
+            WHERE t.token_hash = \(tokenHash) AND (t.expires_at IS NULL OR t.expires_at > now())
+            """, logger: logger)
+        return try await decodeApps(rows).first
+    }
+
+    // MARK: app keys
+
+    public static func insertAppKey(
+        _ db: PostgresConnection, ref: Int64, kid: String, publicKeyPEM: String, privateKeySealed: Data, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO app_keys (kid, app_ref, public_key_pem, private_key_sealed, active)
+            VALUES (\(kid), \(ref), \(publicKeyPEM), \(privateKeySealed), true)
+            """, logger: logger)
+    }
+
+    /// Makes the active key a verify-only key until `retireAfterHours` from now.
+    public static func deactivateSigningKey(_ db: PostgresConnection, ref: Int64, retireAfterHours: Int, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE app_keys SET active = false, retires_at = now() + make_interval(hours => \(retireAfterHours))
+            WHERE app_ref = \(ref) AND active
+            """, logger: logger)
+        try await db.query(
+            "DELETE FROM app_keys WHERE app_ref = \(ref) AND NOT active AND retires_at <= now()", logger: logger)
+    }
+
+    public struct KeyRow: Sendable {
+        public let kid: String
+        public let publicKeyPEM: String
+        public let privateKeySealed: Data
+        public let active: Bool
+        public let retiresAt: Date?
+    }
+
+    /// The signing key first, then the keys still valid for verification.
+    public static func keys(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> [KeyRow] {
+        let rows = try await db.query(
+            """
+            SELECT kid, public_key_pem, private_key_sealed, active, retires_at FROM app_keys
+            WHERE app_ref = \(ref) AND (active OR retires_at > now())
+            ORDER BY active DESC, created_at DESC
+            """, logger: logger)
+        var keys: [KeyRow] = []
+        for try await (kid, pem, sealed, active, retiresAt) in rows.decode((String, String, Data, Bool, Date?).self) {
+            keys.append(KeyRow(kid: kid, publicKeyPEM: pem, privateKeySealed: sealed, active: active, retiresAt: retiresAt))
+        }
+        return keys
+    }
+
+    /// Escapes LIKE metacharacters and appends `%`.
+    static func likePrefix(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+}
+
+public enum StoreError: Error, CustomStringConvertible {
+    case noRowReturned
+    public var description: String { "the database returned no row" }
+}
+
+extension PSQLError {
+    /// SQLSTATE 23505 (unique violation), with the constraint name.
+    public var uniqueViolationConstraint: String? {
+        guard serverInfo?[.sqlState] == "23505" else { return nil }
+        return serverInfo?[.constraintName] ?? ""
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Applies `sql/NNNN_name.sql` files in order, each in its own transaction, recording them in
+/// `schema_migrations`. Safe to run from several nodes at once: a transaction-scoped advisory lock
+/// serialises them, and an applied version is skipped.
+public struct Migrator: Sendable {
+    public struct Migration: Sendable, Equatable {
+        public let version: Int
+        public let name: String
+        public let sql: String
+    }
+
+    public enum Failure: Error, CustomStringConvertible {
+        case directoryMissing(String)
+        case badFileName(String)
+        case duplicateVersion(Int)
+        case failed(version: Int, name: String, reason: String)
+        public var description: String {
+            switch self {
+            case .directoryMissing(let path):
+                "no migrations found: \(path) has no NNNN_name.sql files (set COSYNC_SQL_DIR or run from the project folder)"
+            case .badFileName(let name): "migration file name \(name) must look like 0001_name.sql"
+            case .duplicateVersion(let version): "two migration files have version \(version)"
+            case .failed(let version, let name, let reason): "migration \(version) (\(name)) failed: \(reason)"
+            }
+        }
+    }
+
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration]) { self.migrations = migrations.sorted { $0.version < $1.version } }
+
+    /// Reads every `NNNN_*.sql` file of a folder.
+    public init(directory: URL) throws {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        var found: [Migration] = []
+        for file in files.sorted() where file.hasSuffix(".sql") {
+            let stem = file.dropLast(4)
+            guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]), version > 0 else {
+                throw Failure.badFileName(file)
+            }
+            if found.contains(where: { $0.version == version }) { throw Failure.duplicateVersion(version) }
+            let sql = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            found.append(Migration(version: version, name: String(stem[stem.index(after: underscore)...]), sql: sql))
+        }
+        guard !found.isEmpty else { throw Failure.directoryMissing(directory.path) }
+        self.init(migrations: found)
+    }
+
+    /// Finds the `sql` folder: `COSYNC_SQL_DIR`, else `./sql`, else a `sql` folder above the executable
+    /// (a build inside the project folder).
+    public static func locateDirectory(explicit: String? = ProcessInfo.processInfo.environment["COSYNC_SQL_DIR"]) -> URL {
+        if let explicit, !explicit.isEmpty { return URL(fileURLWithPath: explicit) }
+        let fm = FileManager.default
+        let cwd = URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql")
+        if fm.fileExists(atPath: cwd.appendingPathComponent("0001_initial.sql").path) { return cwd }
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<6 {
+            let candidate = dir.appendingPathComponent("sql")
+            if fm.fileExists(atPath: candidate.appendingPathComponent("0001_initial.sql").path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return cwd
+    }
+
+    /// Applies what is missing. Returns the versions applied by this call.
+    @discardableResult
+    public func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        try await client.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+            """, logger: logger)
+        var applied: [Int] = []
+        for migration in migrations {
+            let didApply = try await client.withTransaction(logger: logger) { connection -> Bool in
+                // 0x636f73796e63 = "cosync": one lock for every node migrating this database.
+                try await connection.query("SELECT pg_advisory_xact_lock(109_281_144_006_243)", logger: logger)
+                let existing = try await connection.query(
+                    "SELECT 1 FROM schema_migrations WHERE version = \(migration.version)", logger: logger)
+                for try await _ in existing { return false }
+                do {
+                    for statement in SQLScript.statements(migration.sql) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                } catch let error as PSQLError {
+                    throw Failure.failed(
+                        version: migration.version, name: migration.name,
+                        reason: error.serverInfo?[.message] ?? String(describing: error.code))
+                }
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                    logger: logger)
+                return true
+            }
+            if didApply {
+                logger.info("applied migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                applied.append(migration.version)
+            }
+        }
+        return applied
+    }
+
+    /// The newest version applied to the database, or nil when none is.
+    public func appliedVersion(_ client: PostgresClient, logger: Logger) async throws -> Int? {
+        let rows = try await client.query(
+            "SELECT max(version) FROM schema_migrations", logger: logger)
+        for try await version in rows.decode(Int?.self) { return version }
+        return nil
+    }
+
+    public var latestVersion: Int { migrations.last?.version ?? 0 }
+}

@@ -1,0 +1,2 @@
+import ArgumentParser
+@main struct CosyncAuthCommand: AsyncParsableCommand { func run() async throws {} }
