@@ -32,6 +32,7 @@ CREATE TABLE apps (
     updated_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX apps_lower_name ON apps (lower(name) text_pattern_ops);
+CREATE UNIQUE INDEX apps_secret_hash ON apps (app_secret_hash);
 
 -- App tokens are looked up by exact string: we store SHA-256(token) for the lookup (no timing oracle
 -- on the string itself) and the token sealed, so the admin API can show it again. Imported legacy

@@ -1,2 +1,200 @@
 import ArgumentParser
-@main struct CosyncAuthCommand: AsyncParsableCommand { func run() async throws {} }
+import CosyncAuth
+import CosyncAuthHTTP
+import Foundation
+import Logging
+import Metrics
+import PostgresNIO
+import Prometheus
+
+@main
+struct CosyncAuthCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cosyncauth",
+        abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
+        subcommands: [Serve.self, Migrate.self, AppCommand.self, OperatorTokenCommand.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Settings shared by the commands: flags win over environment variables.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: "PostgreSQL URL (env DATABASE_URL), e.g. postgres://user@127.0.0.1:5432/cosyncauth")
+    var databaseURL: String?
+
+    @Option(name: .customLong("sql-dir"), help: "Folder of the NNNN_name.sql migrations (env COSYNC_SQL_DIR; default ./sql)")
+    var sqlDir: String?
+
+    func database() throws -> DatabaseURL {
+        try ServerConfiguration.parseDatabaseURL(databaseURL ?? Environment.value("DATABASE_URL"))
+    }
+
+    func migrator() throws -> Migrator {
+        let dir = Migrator.locateDirectory(explicit: sqlDir ?? Environment.value("COSYNC_SQL_DIR"))
+        do {
+            return try Migrator(directory: dir)
+        } catch let failure as Migrator.Failure {
+            throw ConfigurationError("COSYNC_SQL_DIR", failure.description)
+        }
+    }
+}
+
+struct SecretOptions: ParsableArguments {
+    @Option(name: .customLong("master-key"), help: "32-byte key sealing secrets at rest, as base64 or hex (env COSYNC_MASTER_KEY). Prefer the env var.")
+    var masterKey: String?
+
+    func box() throws -> SecretBox { try ServerConfiguration.parseMasterKey(masterKey ?? Environment.value("COSYNC_MASTER_KEY")) }
+}
+
+enum Environment {
+    static func value(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+}
+
+/// Runs `body` with a running PostgresClient; maps configuration and connection problems to a
+/// one-line error and exit code 2 (never a stack trace).
+func withDatabase<T: Sendable>(
+    _ database: DatabaseURL, logger: Logger, maxConnections: Int = 20,
+    _ body: @Sendable @escaping (PostgresClient) async throws -> T
+) async throws -> T {
+    let client = PostgresClient(configuration: database.clientConfiguration(maxConnections: maxConnections), backgroundLogger: logger)
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            await client.run()
+            return nil
+        }
+        defer { group.cancelAll() }
+        do {
+            try await client.query("SELECT 1", logger: logger)
+        } catch {
+            throw ConfigurationError(
+                "DATABASE_URL", "cannot connect to PostgreSQL at \(database.host):\(database.port)/\(database.database) (\(Failure.summary(error)))")
+        }
+        return try await body(client)
+    }
+}
+
+enum Failure {
+    static func summary(_ error: any Error) -> String {
+        if let psql = error as? PSQLError {
+            if let message = psql.serverInfo?[.message] { return message }
+            return "\(psql.code)"
+        }
+        return "\(error)"
+    }
+
+    /// Runs a command body: a bad setting prints `cosyncauth: <setting>: <problem>` and exits 2.
+    static func guarded(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("cosyncauth: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        } catch let error as SecretBox.Failure {
+            FileHandle.standardError.write(Data("cosyncauth: COSYNC_MASTER_KEY: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        } catch let error as Migrator.Failure {
+            FileHandle.standardError.write(Data("cosyncauth: migrate: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        } catch let error as AdminFailure {
+            FileHandle.standardError.write(Data("cosyncauth: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+func makeLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    let level = Environment.value("LOG_LEVEL").flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+    logger.logLevel = level
+    return logger
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply migrations, then serve the HTTP API.")
+
+    @OptionGroup var db: DatabaseOptions
+    @OptionGroup var secrets: SecretOptions
+
+    @Option(help: "Port to listen on (env PORT; default 8080)")
+    var port: String?
+
+    @Option(help: "Address to bind (env HOST; default 0.0.0.0)")
+    var host: String?
+
+    @Option(name: .customLong("operator-token"), help: "Operator bearer token (env COSYNC_OPERATOR_TOKEN). Without one, the server makes one on first start and prints it once.")
+    var operatorToken: String?
+
+    @Option(name: .customLong("public-url"), help: "Public base URL used in e-mailed links (env COSYNC_PUBLIC_URL; default http://localhost:PORT)")
+    var publicURL: String?
+
+    func run() async throws {
+        try await Failure.guarded {
+            let port = try ServerConfiguration.parsePort(self.port ?? Environment.value("PORT"))
+            let configuration = ServerConfiguration(
+                database: try db.database(), port: port, host: host ?? Environment.value("HOST") ?? "0.0.0.0",
+                operatorToken: try ServerConfiguration.parseOperatorToken(operatorToken ?? Environment.value("COSYNC_OPERATOR_TOKEN")),
+                secretBox: try secrets.box(),
+                publicURL: try ServerConfiguration.parsePublicURL(publicURL ?? Environment.value("COSYNC_PUBLIC_URL"), port: port),
+                bcryptCost: try ServerConfiguration.parseBcryptCost(Environment.value("COSYNC_BCRYPT_COST")))
+            let migrator = try db.migrator()
+            let logger = makeLogger("cosyncauth")
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            try await withDatabase(configuration.database, logger: logger, maxConnections: configuration.databaseMaxConnections) { client in
+                let (services, generated) = try await CosyncServices.prepare(
+                    configuration: configuration, client: client, migrator: migrator, logger: logger)
+                if let generated {
+                    print("operator token (shown once; only its hash is stored): \(generated)")
+                }
+                let app = buildApplication(services: services, metrics: registry, logger: logger)
+                try await app.runService()
+            }
+        }
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply the sql/NNNN_*.sql migrations that are missing (idempotent).")
+
+    @OptionGroup var db: DatabaseOptions
+
+    func run() async throws {
+        try await Failure.guarded {
+            let database = try db.database()
+            let migrator = try db.migrator()
+            let logger = makeLogger("cosyncauth.migrate")
+            let applied = try await withDatabase(database, logger: logger, maxConnections: 2) { client in
+                try await migrator.migrate(client, logger: logger)
+            }
+            print(applied.isEmpty
+                ? "database is up to date (version \(migrator.latestVersion))"
+                : "applied migrations \(applied.map(String.init).joined(separator: ", "))")
+        }
+    }
+}
+
+struct OperatorTokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "operator-token", abstract: "Manage the stored operator token.", subcommands: [Reset.self])
+
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new stored operator token and print it (used when COSYNC_OPERATOR_TOKEN is not set).")
+        @OptionGroup var db: DatabaseOptions
+
+        func run() async throws {
+            try await Failure.guarded {
+                let database = try db.database()
+                let migrator = try db.migrator()
+                let logger = makeLogger("cosyncauth")
+                let token = try await withDatabase(database, logger: logger, maxConnections: 2) { client in
+                    try await migrator.migrate(client, logger: logger)
+                    return try await OperatorToken.reset(client: client, logger: logger)
+                }
+                print(token)
+            }
+        }
+    }
+}

@@ -83,7 +83,7 @@ public struct AppAdministration: Sendable {
         let privateSealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
         let tokenSealed = try box.seal(appToken, purpose: "app-token:\(appId)")
 
-        let row = try await client.withTransaction(logger: logger) { db in
+        let row = try await client.transaction(logger: logger) { db in
             let row = try await AppStore.insertApp(
                 db, appId: appId, name: state.name, status: state.status.rawValue, settings: state.settings,
                 appSecretHash: Secrets.sha256(appSecret), credentialsSealed: credentialsSealed, logger: logger)
@@ -166,7 +166,7 @@ public struct AppAdministration: Sendable {
 
     public func update(appId: String, patch: [String: JSONValue], actor: String) async throws -> AppView {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
-        return try await client.withTransaction(logger: logger) { db in
+        return try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -192,7 +192,7 @@ public struct AppAdministration: Sendable {
 
     public func delete(appId: String, actor: String) async throws {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
-        try await client.withTransaction(logger: logger) { db in
+        try await client.transaction(logger: logger) { db in
             guard try await AppStore.deleteApp(db, appId: appId, logger: logger) != nil else {
                 throw AdminFailure.notFound("app")
             }
@@ -211,7 +211,7 @@ public struct AppAdministration: Sendable {
     public func rotateAppToken(appId: String, graceSeconds: Int, actor: String) async throws -> TokenRotation {
         let token = try await serverKeys.sign(AppTokenClaims(appId: appId))
         let sealed = try box.seal(token, purpose: "app-token:\(appId)")
-        try await client.withTransaction(logger: logger) { db in
+        try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -229,7 +229,7 @@ public struct AppAdministration: Sendable {
     /// Issues a new app secret; the old one stops at once.
     public func rotateAppSecret(appId: String, actor: String) async throws -> String {
         let secret = Secrets.token(prefix: "cas_")
-        try await client.withTransaction(logger: logger) { db in
+        try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -250,7 +250,7 @@ public struct AppAdministration: Sendable {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
         let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
         let sealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
-        return try await client.withTransaction(logger: logger) { db in
+        return try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -274,12 +274,13 @@ public struct AppAdministration: Sendable {
         return try keys.map { try RSAKeyMaterial.jwk(publicKeyPEM: $0.publicKeyPEM, kid: $0.kid) }
     }
 
-    /// True when `secret` is this app's secret (constant-time comparison of the hashes).
-    public func isAppSecret(_ secret: String, appId: String) async throws -> Bool {
-        guard Self.isAppId(appId),
-            let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) })
-        else { return false }
-        return Secrets.constantTimeEquals(Secrets.sha256(secret), row.appSecretHash)
+    /// The app whose secret this is, if any. The secret is looked up by its SHA-256 (unique index), so
+    /// the database never sees or compares the secret itself.
+    public func appId(forSecret secret: String) async throws -> String? {
+        guard !secret.isEmpty, secret.utf8.count <= 512 else { return nil }
+        return try await client.withConnection {
+            try await AppStore.appIdForSecretHash($0, hash: Secrets.sha256(secret), logger: logger)
+        }
     }
 
     /// The app an app token belongs to, by exact string (through its hash).

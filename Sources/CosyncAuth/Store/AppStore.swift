@@ -93,6 +93,13 @@ public enum AppStore {
         return row
     }
 
+    /// The appId whose secret hashes to `hash`, if any.
+    public static func appIdForSecretHash(_ db: PostgresConnection, hash: Data, logger: Logger) async throws -> String? {
+        let rows = try await db.query("SELECT app_id FROM apps WHERE app_secret_hash = \(hash)", logger: logger)
+        for try await appId in rows.decode(String.self) { return appId }
+        return nil
+    }
+
     public static func setAppSecretHash(_ db: PostgresConnection, ref: Int64, hash: Data, logger: Logger) async throws {
         try await db.query(
             "UPDATE apps SET app_secret_hash = \(hash), updated_at = now() WHERE id = \(ref)", logger: logger)
@@ -163,12 +170,14 @@ public enum AppStore {
             """, logger: logger)
     }
 
-    /// Makes the active key a verify-only key until `retireAfterHours` from now.
+    /// Makes the active key a verify-only key until `retireAfterHours` from now. The same deadline caps
+    /// the older verify-only keys, so `0` (a compromised key) removes every old key at once.
     public static func deactivateSigningKey(_ db: PostgresConnection, ref: Int64, retireAfterHours: Int, logger: Logger) async throws {
         try await db.query(
             """
-            UPDATE app_keys SET active = false, retires_at = now() + make_interval(hours => \(retireAfterHours))
-            WHERE app_ref = \(ref) AND active
+            UPDATE app_keys SET active = false,
+                retires_at = LEAST(COALESCE(retires_at, 'infinity'), now() + make_interval(hours => \(retireAfterHours)::int))
+            WHERE app_ref = \(ref)
             """, logger: logger)
         try await db.query(
             "DELETE FROM app_keys WHERE app_ref = \(ref) AND NOT active AND retires_at <= now()", logger: logger)

@@ -75,9 +75,9 @@ public struct Migrator: Sendable {
             """, logger: logger)
         var applied: [Int] = []
         for migration in migrations {
-            let didApply = try await client.withTransaction(logger: logger) { connection -> Bool in
+            let didApply = try await client.transaction(logger: logger) { connection -> Bool in
                 // 0x636f73796e63 = "cosync": one lock for every node migrating this database.
-                try await connection.query("SELECT pg_advisory_xact_lock(109_281_144_006_243)", logger: logger)
+                try await connection.query("SELECT pg_advisory_xact_lock(109281144006243)", logger: logger)
                 let existing = try await connection.query(
                     "SELECT 1 FROM schema_migrations WHERE version = \(migration.version)", logger: logger)
                 for try await _ in existing { return false }

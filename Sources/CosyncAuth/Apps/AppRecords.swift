@@ -1,0 +1,168 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Admin access to an app's pending signups and invites, e-mail templates, outbox and audit log.
+public struct AppRecords: Sendable {
+    public let apps: AppAdministration
+    var client: PostgresClient { apps.client }
+    var logger: Logger { apps.logger }
+
+    public init(apps: AppAdministration) { self.apps = apps }
+
+    public struct Page<Item: Sendable>: Sendable {
+        public let items: [Item]
+        public let nextCursor: String?
+    }
+
+    // MARK: signups and invites
+
+    public func pending(_ kind: AppRecordStore.Kind, appId: String, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.PendingRecord> {
+        let app = try await apps.row(appId: appId)
+        let before = try cursor.map { text -> (Date, UUID) in
+            guard let raw = Cursor.decodeText(text), let bar = raw.firstIndex(of: "|"),
+                let micros = Int64(raw[..<bar]), let id = UUID(uuidString: String(raw[raw.index(after: bar)...]))
+            else { throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued") }
+            return (Date(timeIntervalSince1970: Double(micros) / 1_000_000), id)
+        }
+        let rows = try await client.withConnection { db in
+            try await AppRecordStore.listPending(db, kind: kind, appRef: app.ref, before: before, limit: limit + 1, logger: logger)
+        }
+        let page = Array(rows.prefix(limit))
+        let next = rows.count > limit ? page.last.map { last in
+            Cursor.encode(text: "\(Int64((last.createdAt.timeIntervalSince1970 * 1_000_000).rounded()))|\(last.id.uuidString)")
+        } : nil
+        return Page(items: page, nextCursor: next)
+    }
+
+    public func deletePending(_ kind: AppRecordStore.Kind, appId: String, id: String, actor: String) async throws {
+        let app = try await apps.row(appId: appId)
+        guard let uuid = UUID(uuidString: id) else { throw AdminFailure.notFound(kind == .signups ? "signup" : "invite") }
+        try await client.transaction(logger: logger) { db in
+            guard let handle = try await AppRecordStore.deletePending(db, kind: kind, appRef: app.ref, id: uuid, logger: logger) else {
+                throw AdminFailure.notFound(kind == .signups ? "signup" : "invite")
+            }
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: appId, actor: actor, action: kind == .signups ? "signup.delete" : "invite.delete",
+                detail: ["id": .string(id.lowercased()), "handle": .string(handle)], logger: logger)
+        }
+    }
+
+    // MARK: templates
+
+    public struct TemplateView: Sendable {
+        public let name: String
+        public let locale: String
+        public let template: EmailTemplate
+        public let isDefault: Bool
+
+        public func json() -> [String: JSONValue] {
+            [
+                "template": .string(name), "locale": .string(locale), "subject": .string(template.subject),
+                "html": .string(template.html), "text": .string(template.text), "replyTo": .string(template.replyTo),
+                "localeLinkText": .string(template.localeLinkText), "isDefault": .bool(isDefault),
+            ]
+        }
+    }
+
+    func checkTemplateKey(_ name: String, _ locale: String, settings: AppSettings) throws {
+        guard EmailTemplate.names.contains(name) else {
+            throw AdminFailure.notFound("template '\(name)' (known: \(EmailTemplate.names.joined(separator: ", ")))")
+        }
+        guard settings.locales.contains(locale) else {
+            throw AdminFailure.notFound("locale '\(locale)' of this app (its locales: \(settings.locales.joined(separator: ", ")))")
+        }
+    }
+
+    /// The app's template, or the built-in default (`isDefault: true`) when it has none.
+    public func template(appId: String, name: String, locale: String) async throws -> TemplateView {
+        let app = try await apps.row(appId: appId)
+        try checkTemplateKey(name, locale, settings: app.settings)
+        if let stored = try await client.withConnection({
+            try await AppRecordStore.template($0, appRef: app.ref, name: name, locale: locale, logger: logger)
+        }) {
+            return TemplateView(name: name, locale: locale, template: stored, isDefault: false)
+        }
+        guard let builtIn = EmailTemplate.builtIn(name) else { throw AdminFailure.notFound("template") }
+        return TemplateView(name: name, locale: locale, template: builtIn, isDefault: true)
+    }
+
+    /// PUT: `{subject, html, text?, replyTo?, localeLinkText?}`.
+    public func putTemplate(appId: String, name: String, locale: String, input: [String: JSONValue], actor: String) async throws -> TemplateView {
+        let app = try await apps.row(appId: appId)
+        try checkTemplateKey(name, locale, settings: app.settings)
+        let allowed: Set<String> = ["subject", "html", "text", "replyTo", "localeLinkText"]
+        if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of a template"))
+        }
+        func text(_ key: String, required: Bool, max: Int) throws -> String {
+            guard let value = input[key] else {
+                if required { throw AdminFailure.invalid(FieldError(key, "required", "is required")) }
+                return ""
+            }
+            guard let string = value.stringValue else { throw AdminFailure.invalid(FieldError(key, "invalid_type", "must be a string")) }
+            guard string.count <= max else { throw AdminFailure.invalid(FieldError(key, "too_long", "must be at most \(max) characters")) }
+            return string
+        }
+        let replyTo = try text("replyTo", required: false, max: 254)
+        if !replyTo.isEmpty && !AppState.looksLikeEmail(replyTo) {
+            throw AdminFailure.invalid(FieldError("replyTo", "invalid_value", "must be an e-mail address"))
+        }
+        let template = EmailTemplate(
+            subject: try text("subject", required: name != "sms" && name != "clickThrough", max: 500),
+            html: try text("html", required: true, max: 100_000), text: try text("text", required: false, max: 100_000),
+            replyTo: replyTo, localeLinkText: try text("localeLinkText", required: false, max: 200))
+        try await client.transaction(logger: logger) { db in
+            try await AppRecordStore.upsertTemplate(db, appRef: app.ref, name: name, locale: locale, template: template, logger: logger)
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: appId, actor: actor, action: "template.put",
+                detail: ["template": .string(name), "locale": .string(locale)], logger: logger)
+        }
+        return TemplateView(name: name, locale: locale, template: template, isDefault: false)
+    }
+
+    public func deleteTemplate(appId: String, name: String, locale: String, actor: String) async throws {
+        let app = try await apps.row(appId: appId)
+        try checkTemplateKey(name, locale, settings: app.settings)
+        try await client.transaction(logger: logger) { db in
+            guard try await AppRecordStore.deleteTemplate(db, appRef: app.ref, name: name, locale: locale, logger: logger) else {
+                throw AdminFailure.notFound("template")
+            }
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: appId, actor: actor, action: "template.delete",
+                detail: ["template": .string(name), "locale": .string(locale)], logger: logger)
+        }
+    }
+
+    // MARK: outbox and logs
+
+    public func messages(appId: String, to: String?, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.Message> {
+        let app = try await apps.row(appId: appId)
+        let before = try cursor.map { text -> Int64 in
+            guard let id = Cursor.decodeInt(text) else {
+                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
+            }
+            return id
+        }
+        let rows = try await client.withConnection { db in
+            try await AppRecordStore.messages(db, appRef: app.ref, to: to, before: before, limit: limit + 1, logger: logger)
+        }
+        let page = Array(rows.prefix(limit))
+        return Page(items: page, nextCursor: rows.count > limit ? page.last.map { Cursor.encode($0.id) } : nil)
+    }
+
+    public func logs(appId: String, limit: Int, cursor: String?) async throws -> Page<AuditLog.Entry> {
+        let app = try await apps.row(appId: appId)
+        let before = try cursor.map { text -> Int64 in
+            guard let id = Cursor.decodeInt(text) else {
+                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
+            }
+            return id
+        }
+        let rows = try await client.withConnection { db in
+            try await AuditLog.list(db, appRef: app.ref, before: before, limit: limit + 1, logger: logger)
+        }
+        let page = Array(rows.prefix(limit))
+        return Page(items: page, nextCursor: rows.count > limit ? page.last.map { Cursor.encode($0.id) } : nil)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Everything a running server (or a CLI command) needs, built once from the configuration and a
+/// running PostgresClient. No globals: the HTTP layer receives this value.
+public struct CosyncServices: Sendable {
+    public let client: PostgresClient
+    public let configuration: ServerConfiguration
+    public let migrator: Migrator
+    public let serverKeys: ServerKeyRing
+    public let operatorToken: OperatorToken
+    public let apps: AppAdministration
+    public let users: UserAdministration
+    public let records: AppRecords
+    public let logger: Logger
+
+    /// Applies migrations, loads (or creates) the server key and resolves the operator token. The
+    /// client must already be running. `generatedOperatorToken` is set when this start created one.
+    public static func prepare(
+        configuration: ServerConfiguration, client: PostgresClient, migrator: Migrator, logger: Logger
+    ) async throws -> (CosyncServices, generatedOperatorToken: String?) {
+        try await migrator.migrate(client, logger: logger)
+        let serverKeys = try await ServerKeyRing.load(client: client, box: configuration.secretBox, logger: logger)
+        let (operatorToken, generated) = try await OperatorToken.resolve(
+            configured: configuration.operatorToken, client: client, logger: logger)
+        let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger)
+        let services = CosyncServices(
+            client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
+            operatorToken: operatorToken, apps: apps,
+            users: UserAdministration(apps: apps, hasher: PasswordHasher(cost: configuration.bcryptCost)),
+            records: AppRecords(apps: apps), logger: logger)
+        return (services, generated)
+    }
+
+    /// True when the database answers and every known migration is applied.
+    public func isReady() async -> Bool {
+        guard let version = try? await migrator.appliedVersion(client, logger: logger) else { return false }
+        return version == migrator.latestVersion
+    }
+}

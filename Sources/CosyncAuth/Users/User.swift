@@ -1,0 +1,66 @@
+import Foundation
+
+/// An end user of one app. The password hash and TOTP secret stay inside the server: `json()` never
+/// shows them.
+public struct User: Sendable {
+    public let id: UUID
+    public let appRef: Int64
+    public var handle: String
+    public var userName: String?
+    public var passwordHash: String?
+    public var locale: String
+    public var status: String
+    public var loginProvider: String
+    public var socialUserId: String?
+    public var metaData: [String: JSONValue]
+    public var phone: String?
+    public var phoneVerified: Bool
+    public var twoFactorPhone: Bool
+    public var twoFactorGoogle: Bool
+    public var tokenVersion: Int
+    public var lastLogin: Date?
+    public let createdAt: Date
+    public var updatedAt: Date
+
+    public func json() -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "userId": .string(id.uuidString.lowercased()),
+            "handle": .string(handle),
+            "userName": userName.map { .string($0) } ?? .null,
+            "locale": .string(locale),
+            "status": .string(status),
+            "loginProvider": .string(loginProvider),
+            "metaData": .object(metaData),
+            "phone": phone.map { .string($0) } ?? .null,
+            "phoneVerified": .bool(phoneVerified),
+            "twoFactorPhoneVerification": .bool(twoFactorPhone),
+            "twoFactorGoogleVerification": .bool(twoFactorGoogle),
+            "hasPassword": .bool(passwordHash != nil),
+            "createdAt": .string(ISO8601.milliseconds(createdAt)),
+            "updatedAt": .string(ISO8601.milliseconds(updatedAt)),
+        ]
+        object["lastLogin"] = lastLogin.map { .string(ISO8601.milliseconds($0)) } ?? .null
+        return object
+    }
+}
+
+/// Normalisation and syntax of handles and user names (enduser-api.md §10).
+public enum Identifiers {
+    /// Lower-case and trimmed; 1–254 characters without spaces or control characters.
+    public static func normalizedHandle(_ raw: String) -> String? {
+        let handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard !handle.isEmpty, handle.count <= 254,
+            !handle.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
+        else { return nil }
+        return handle
+    }
+
+    /// Lower-case and trimmed; must match `^[a-z][a-z0-9]*$`, at most 64 characters.
+    public static func normalizedUserName(_ raw: String) -> String? {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first), name.count <= 64,
+            name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) })
+        else { return nil }
+        return name
+    }
+}

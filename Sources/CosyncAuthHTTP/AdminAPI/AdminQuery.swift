@@ -1,0 +1,34 @@
+import Hummingbird
+
+/// Query-string parameters of admin list routes.
+struct AdminQuery {
+    let request: Request
+
+    func limit(default value: Int = 50, max: Int = 200) throws -> Int {
+        guard let raw = request.uri.queryParameters["limit"] else { return value }
+        guard let limit = Int(raw), (1...max).contains(limit) else {
+            throw AdminError(status: .badRequest, code: "invalid_parameter", message: "limit must be a number from 1 to \(max)", field: "limit")
+        }
+        return limit
+    }
+
+    func string(_ name: String, maxLength: Int = 200) throws -> String? {
+        guard let raw = request.uri.queryParameters[Substring(name)] else { return nil }
+        let value = String(raw)
+        guard value.count <= maxLength else {
+            throw AdminError(status: .badRequest, code: "invalid_parameter", message: "\(name) is too long", field: name)
+        }
+        return value.isEmpty ? nil : value
+    }
+
+    var cursor: String? { request.uri.queryParameters["cursor"].map(String.init).flatMap { $0.isEmpty ? nil : $0 } }
+}
+
+extension RequestContext {
+    func appIdParameter() throws -> String {
+        guard let appId = parameters.get("appId") else {
+            throw AdminError(status: .notFound, code: "not_found", message: "app not found")
+        }
+        return appId
+    }
+}

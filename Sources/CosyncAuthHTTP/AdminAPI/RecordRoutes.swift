@@ -1,0 +1,95 @@
+import CosyncAuth
+import Hummingbird
+
+/// `/admin/v1/apps/{appId}/{signups,invites,email-templates,messages,logs}`.
+struct RecordRoutes {
+    let services: CosyncServices
+    var auth: AdminAuthorization { AdminAuthorization(services: services) }
+
+    func register(on admin: RouterGroup<ServerRequestContext>) {
+        admin.get("apps/:appId/signups") { try await listPending(.signups, $0, $1) }
+        admin.delete("apps/:appId/signups/:id") { try await deletePending(.signups, $0, $1) }
+        admin.get("apps/:appId/invites") { try await listPending(.invites, $0, $1) }
+        admin.delete("apps/:appId/invites/:id") { try await deletePending(.invites, $0, $1) }
+        admin.get("apps/:appId/email-templates/:template/:locale", use: showTemplate)
+        admin.put("apps/:appId/email-templates/:template/:locale", use: putTemplate)
+        admin.delete("apps/:appId/email-templates/:template/:locale", use: deleteTemplate)
+        admin.get("apps/:appId/messages", use: messages)
+        admin.get("apps/:appId/logs", use: logs)
+    }
+
+    func listPending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let query = AdminQuery(request: request)
+        let page = try await services.records.pending(kind, appId: appId, limit: try query.limit(), cursor: query.cursor)
+        return JSONBody.response([
+            kind.rawValue: .array(page.items.map { .object($0.json()) }),
+            "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
+        ])
+    }
+
+    func deletePending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        try await services.records.deletePending(
+            kind, appId: appId, id: context.parameters.get("id") ?? "", actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+
+    func templateKey(_ context: ServerRequestContext) -> (String, String) {
+        (context.parameters.get("template") ?? "", (context.parameters.get("locale") ?? "").uppercased())
+    }
+
+    @Sendable func showTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let (name, locale) = templateKey(context)
+        return JSONBody.response(try await services.records.template(appId: appId, name: name, locale: locale).json())
+    }
+
+    @Sendable func putTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        let (name, locale) = templateKey(context)
+        let view = try await services.records.putTemplate(
+            appId: appId, name: name, locale: locale, input: input, actor: principal.auditName)
+        return JSONBody.response(view.json())
+    }
+
+    @Sendable func deleteTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let (name, locale) = templateKey(context)
+        try await services.records.deleteTemplate(appId: appId, name: name, locale: locale, actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let query = AdminQuery(request: request)
+        let page = try await services.records.messages(
+            appId: appId, to: try query.string("to", maxLength: 254), limit: try query.limit(), cursor: query.cursor)
+        return JSONBody.response([
+            "messages": .array(page.items.map { .object($0.json()) }),
+            "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
+        ])
+    }
+
+    @Sendable func logs(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let query = AdminQuery(request: request)
+        let page = try await services.records.logs(appId: appId, limit: try query.limit(), cursor: query.cursor)
+        let entries: [JSONValue] = page.items.map { entry in
+            .object([
+                "id": .int(Int(entry.id)), "actor": .string(entry.actor), "action": .string(entry.action),
+                "status": .string(entry.status), "detail": entry.detail,
+                "createdAt": .string(ISO8601.milliseconds(entry.createdAt)),
+            ])
+        }
+        return JSONBody.response(["logs": .array(entries), "nextCursor": page.nextCursor.map { .string($0) } ?? .null])
+    }
+}

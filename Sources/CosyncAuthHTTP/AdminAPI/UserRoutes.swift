@@ -1,0 +1,73 @@
+import CosyncAuth
+import Hummingbird
+
+/// `/admin/v1/apps/{appId}/users…`.
+struct UserRoutes {
+    let services: CosyncServices
+    var auth: AdminAuthorization { AdminAuthorization(services: services) }
+
+    func register(on admin: RouterGroup<ServerRequestContext>) {
+        admin.get("apps/:appId/users", use: list)
+        admin.post("apps/:appId/users", use: create)
+        admin.get("apps/:appId/users/:userId", use: show)
+        admin.patch("apps/:appId/users/:userId", use: update)
+        admin.delete("apps/:appId/users/:userId", use: delete)
+        admin.post("apps/:appId/users/:userId/password", use: setPassword)
+    }
+
+    func userId(_ context: ServerRequestContext) throws -> String {
+        guard let id = context.parameters.get("userId") else {
+            throw AdminError(status: .notFound, code: "not_found", message: "user not found")
+        }
+        return id
+    }
+
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let query = AdminQuery(request: request)
+        let page = try await services.users.list(
+            appId: appId, query: try query.string("query"), limit: try query.limit(), cursor: query.cursor)
+        return JSONBody.response([
+            "users": .array(page.users.map { .object($0.json()) }),
+            "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
+        ])
+    }
+
+    @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        let user = try await services.users.create(appId: appId, input: input, actor: principal.auditName)
+        return JSONBody.response(user.json(), status: .created)
+    }
+
+    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        return JSONBody.response(try await services.users.get(appId: appId, userId: try userId(context)).json())
+    }
+
+    @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let patch = try await JSONBody.object(request, context: context)
+        let user = try await services.users.update(appId: appId, userId: try userId(context), patch: patch, actor: principal.auditName)
+        return JSONBody.response(user.json())
+    }
+
+    @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        try await services.users.delete(appId: appId, userId: try userId(context), actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func setPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        try await services.users.setPassword(appId: appId, userId: try userId(context), input: input, actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+}

@@ -1,0 +1,43 @@
+import CosyncAuth
+import Hummingbird
+import Logging
+import Prometheus
+
+/// Builds the HTTP application from its services. No globals: everything a route needs arrives here.
+public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> Router<ServerRequestContext> {
+    let router = Router(context: ServerRequestContext.self)
+    router.add(middleware: MetricsMiddleware())
+    OperationalRoutes(services: services, metrics: metrics).register(on: router)
+    GetApplication(services: services).register(on: router)
+
+    let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware())
+    let document = OpenAPIDocument.document()
+    admin.get("openapi.json") { _, _ in JSONBody.response(document) }
+    AppRoutes(services: services).register(on: admin)
+    UserRoutes(services: services).register(on: admin)
+    RecordRoutes(services: services).register(on: admin)
+    return router
+}
+
+public func buildApplication(
+    services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil, logger: Logger
+) -> some ApplicationProtocol {
+    let configuration = services.configuration
+    return Application(
+        router: buildRouter(services: services, metrics: metrics),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
+        logger: logger)
+}
+
+/// For tests: the route table (method and path) as the router holds it.
+public func routeTable(_ router: Router<ServerRequestContext>) -> [(method: String, path: String)] {
+    router.routes.map { (method: $0.method.rawValue, path: $0.path.description) }
+}
+
+/// For tests: the OpenAPI document.
+public func openAPIDocument() -> JSONValue { OpenAPIDocument.document() }
+
+/// For tests: (method, path) of every operation the OpenAPI document declares.
+public func openAPIOperations() -> [(method: String, path: String)] {
+    OpenAPIDocument.operations.map { (method: $0.method.uppercased(), path: $0.path) }
+}

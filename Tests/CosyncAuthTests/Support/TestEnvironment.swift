@@ -1,0 +1,98 @@
+import CosyncAuth
+import CosyncAuthHTTP
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import Testing
+
+/// One PostgreSQL client and one set of services for the whole test run, against the throwaway
+/// database that deploy/test.sh starts (DATABASE_URL). Tests isolate themselves by creating their
+/// own apps; nothing is mocked.
+enum TestEnvironment {
+    static let operatorToken = "cop_test_" + Secrets.hexIdentifier()
+    static let masterKey = SecretBox.generateMasterKey()
+
+    static let shared = Task<CosyncServices, any Error> {
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw ConfigurationError("DATABASE_URL", "is not set: run the tests with deploy/test.sh")
+        }
+        var logger = Logger(label: "tests")
+        logger.logLevel = .warning
+        let configuration = ServerConfiguration(
+            database: try DatabaseURL(url), operatorToken: operatorToken, secretBox: try SecretBox(masterKey: masterKey),
+            publicURL: "http://localhost:8080", bcryptCost: 10, databaseMaxConnections: 30)
+        let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
+        Task.detached { await client.run() }
+        let (services, _) = try await CosyncServices.prepare(
+            configuration: configuration, client: client, migrator: try migrator(), logger: logger)
+        return services
+    }
+
+    static func services() async throws -> CosyncServices { try await shared.value }
+
+    static func migrator() throws -> Migrator {
+        if let dir = ProcessInfo.processInfo.environment["COSYNC_SQL_DIR"], !dir.isEmpty {
+            return try Migrator(directory: URL(fileURLWithPath: dir))
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        return try Migrator(directory: root.appendingPathComponent("sql"))
+    }
+
+    /// Runs `body` against the in-process router.
+    static func withAPI(_ body: @Sendable (API) async throws -> Void) async throws {
+        let services = try await services()
+        let app = Application(router: buildRouter(services: services))
+        try await app.test(.router) { client in
+            try await body(API(client: client))
+        }
+    }
+}
+
+/// A small JSON client over HummingbirdTesting.
+struct API: Sendable {
+    let client: any TestClientProtocol
+
+    struct Reply: Sendable {
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let text: String
+        var json: JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null }
+        var object: [String: JSONValue] { json.objectValue ?? [:] }
+        var errorCode: String? { json["error"]?["code"]?.stringValue }
+        var errorField: String? { json["error"]?["field"]?.stringValue }
+    }
+
+    func call(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = TestEnvironment.operatorToken, body: String? = nil,
+        headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if body != nil { headers[.contentType] = "application/json" }
+        return try await client.execute(
+            uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }
+        ) { response in
+            Reply(status: response.status, headers: response.headers, text: String(buffer: response.body))
+        }
+    }
+
+    func call(_ method: HTTPRequest.Method, _ path: String, token: String? = TestEnvironment.operatorToken, json: JSONValue) async throws -> Reply {
+        try await call(method, path, token: token, body: String(decoding: try JSONCoding.encode(json), as: UTF8.self))
+    }
+
+    /// Creates an app and returns the creation reply's object (with appSecret).
+    func createApp(_ name: String = "Test App", settings: [String: JSONValue] = [:]) async throws -> [String: JSONValue] {
+        var input = settings
+        input["name"] = .string(name)
+        let reply = try await call(.post, "/admin/v1/apps", json: .object(input))
+        try #require(reply.status == .created, "create app: \(reply.status) \(reply.text)")
+        return reply.object
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    func string(_ key: String) -> String { self[key]?.stringValue ?? "" }
+}

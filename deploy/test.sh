@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's "test" command: starts a throwaway PostgreSQL cluster, runs the whole test suite
+# against it, and tears the cluster down even when tests fail.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=lib/postgres.sh
+. "$ROOT/deploy/lib/postgres.sh"
+
+pg_install_if_missing
+pg_ensure_os_user
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/cosyncauth-test.XXXXXX")"
+chmod 755 "$TMP"
+[ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
+cleanup() { pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+PORT="$(pg_free_port 56432)"
+pg_init "$TMP/data"
+pg_start "$TMP/data" "$PORT" "$TMP" "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+pg_createdb "$PORT" cosyncauth_test
+
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/cosyncauth_test?sslmode=disable"
+export COSYNC_SQL_DIR="$ROOT/sql"
+echo "test database: $DATABASE_URL" >&2
+
+swift build --build-tests
+swift test --skip-build --disable-xctest "$@"
