@@ -14,13 +14,15 @@ command -v swift >/dev/null || { echo "swift is not on PATH (Swift 6.1 or newer 
 DATABASE_URL="$(deploy/local-postgres.sh start)"
 export DATABASE_URL
 
-mkdir -p .local && chmod 700 .local
-# Secrets made once and kept under .local/ (git-ignored): the master key that seals secrets at rest,
-# and the operator token.
-[ -s .local/master.key ] || (umask 077; head -c 32 /dev/urandom | base64 > .local/master.key)
-[ -s .local/operator-token ] || (umask 077; echo "cop_$(head -c 32 /dev/urandom | base64 | tr -d '=+/' )" > .local/operator-token)
-export COSYNC_MASTER_KEY="$(cat .local/master.key)"
-export COSYNC_OPERATOR_TOKEN="$(cat .local/operator-token)"
+# Secrets made once and kept under .local/secrets (git-ignored, mode 700): the master key that seals
+# secrets at rest, and the operator token. (.local itself must stay traversable: the PostgreSQL
+# cluster under .local/pg belongs to the postgres OS user.)
+SECRETS=.local/secrets
+mkdir -p "$SECRETS" && chmod 700 "$SECRETS"
+[ -s "$SECRETS/master.key" ] || (umask 077; head -c 32 /dev/urandom | base64 > "$SECRETS/master.key")
+[ -s "$SECRETS/operator-token" ] || (umask 077; echo "cop_$(head -c 32 /dev/urandom | base64 | tr -d '=+/' )" > "$SECRETS/operator-token")
+export COSYNC_MASTER_KEY="$(cat "$SECRETS/master.key")"
+export COSYNC_OPERATOR_TOKEN="$(cat "$SECRETS/operator-token")"
 export PORT COSYNC_SQL_DIR="$ROOT/sql"
 
 echo "building ($BUILD)..." >&2

@@ -13,6 +13,7 @@ public struct CosyncServices: Sendable {
     public let apps: AppAdministration
     public let users: UserAdministration
     public let records: AppRecords
+    public let flows: EndUserFlows
     public let logger: Logger
 
     /// Applies migrations, loads (or creates) the server key and resolves the operator token. The
@@ -25,12 +26,28 @@ public struct CosyncServices: Sendable {
         let (operatorToken, generated) = try await OperatorToken.resolve(
             configured: configuration.operatorToken, client: client, logger: logger)
         let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger)
+        let hasher = PasswordHasher(cost: configuration.bcryptCost)
+        let tokens = TokenIssuer(
+            client: client, box: configuration.secretBox, serverKeys: serverKeys,
+            accessTokenLifetime: configuration.accessTokenLifetime, logger: logger)
+        let flows = EndUserFlows(
+            client: client, apps: apps, tokens: tokens, hasher: hasher,
+            outbox: Outbox(defaultSender: configuration.emailFrom, publicURL: configuration.publicURL),
+            settings: configuration.flows, logger: logger)
         let services = CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
-            operatorToken: operatorToken, apps: apps,
-            users: UserAdministration(apps: apps, hasher: PasswordHasher(cost: configuration.bcryptCost)),
-            records: AppRecords(apps: apps), logger: logger)
+            operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher),
+            records: AppRecords(apps: apps), flows: flows, logger: logger)
         return (services, generated)
+    }
+
+    /// The outbox delivery worker for this configuration.
+    public func deliveryWorker(pollInterval: Duration = .milliseconds(500)) -> DeliveryWorker {
+        let log = LogTransport(logger: logger)
+        let email: any EmailTransport = configuration.emailTransport == "sendgrid"
+            ? SendGridTransport(baseURL: configuration.sendGridBaseURL, apiKey: configuration.sendGridAPIKey) : log
+        return DeliveryWorker(
+            client: client, box: configuration.secretBox, email: email, sms: log, logger: logger, pollInterval: pollInterval)
     }
 
     /// True when the database answers and every known migration is applied.

@@ -65,6 +65,8 @@ func withDatabase<T: Sendable>(
             return nil
         }
         defer { group.cancelAll() }
+        // Let the pool start before the first query (avoids PostgresNIO's "run() not called" warning).
+        try await Task.sleep(for: .milliseconds(20))
         do {
             try await client.query("SELECT 1", logger: logger)
         } catch {
@@ -132,19 +134,21 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         try await Failure.guarded {
             let port = try ServerConfiguration.parsePort(self.port ?? Environment.value("PORT"))
-            let configuration = ServerConfiguration(
+            var configuration = ServerConfiguration(
                 database: try db.database(), port: port, host: host ?? Environment.value("HOST") ?? "0.0.0.0",
                 operatorToken: try ServerConfiguration.parseOperatorToken(operatorToken ?? Environment.value("COSYNC_OPERATOR_TOKEN")),
                 secretBox: try secrets.box(),
                 publicURL: try ServerConfiguration.parsePublicURL(publicURL ?? Environment.value("COSYNC_PUBLIC_URL"), port: port),
                 bcryptCost: try ServerConfiguration.parseBcryptCost(Environment.value("COSYNC_BCRYPT_COST")))
+            try configuration.readDeliverySettings(ProcessInfo.processInfo.environment)
             let migrator = try db.migrator()
             let logger = makeLogger("cosyncauth")
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-            try await withDatabase(configuration.database, logger: logger, maxConnections: configuration.databaseMaxConnections) { client in
+            let settings = configuration
+            try await withDatabase(settings.database, logger: logger, maxConnections: settings.databaseMaxConnections) { client in
                 let (services, generated) = try await CosyncServices.prepare(
-                    configuration: configuration, client: client, migrator: migrator, logger: logger)
+                    configuration: settings, client: client, migrator: migrator, logger: logger)
                 if let generated {
                     print("operator token (shown once; only its hash is stored): \(generated)")
                 }

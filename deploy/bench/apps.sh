@@ -4,5 +4,5 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 URL="${URL:-http://localhost:${PORT:-8080}}"
-TOKEN="${TOKEN:-$(cat "$ROOT/.local/operator-token")}"
+TOKEN="${TOKEN:-$(cat "$ROOT/.local/secrets/operator-token")}"
 exec python3 "$ROOT/deploy/bench/apps.py" --url "$URL" --token "$TOKEN" --count "${1:-10000}" --workers "${WORKERS:-4}"

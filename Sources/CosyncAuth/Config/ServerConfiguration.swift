@@ -11,6 +11,14 @@ public struct ServerConfiguration: Sendable {
     /// bcrypt cost for new password hashes. 10 in production (the legacy cost); tests may lower it.
     public var bcryptCost: Int
     public var databaseMaxConnections: Int
+    /// `log` (development) or `sendgrid`.
+    public var emailTransport: String = "log"
+    public var sendGridBaseURL: String = "https://api.sendgrid.com"
+    public var sendGridAPIKey: String? = nil
+    public var emailFrom: String = "no-reply@localhost"
+    /// Access tokens live max(this, the app's userJWTExpiration).
+    public var accessTokenLifetime: TimeInterval = 30 * 24 * 3600
+    public var flows = FlowSettings()
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -73,6 +81,40 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError("COSYNC_PUBLIC_URL", "must be an http(s) URL such as https://auth.example.com")
         }
         return value.hasSuffix("/") ? String(value.dropLast()) : value
+    }
+
+    /// Reads the e-mail, token and code settings from the environment.
+    public mutating func readDeliverySettings(_ env: [String: String]) throws {
+        func value(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
+        emailTransport = value("COSYNC_EMAIL_TRANSPORT") ?? "log"
+        guard ["log", "sendgrid"].contains(emailTransport) else {
+            throw ConfigurationError("COSYNC_EMAIL_TRANSPORT", "must be log or sendgrid")
+        }
+        sendGridAPIKey = value("COSYNC_SENDGRID_API_KEY")
+        if let base = value("COSYNC_SENDGRID_BASE_URL") {
+            guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError("COSYNC_SENDGRID_BASE_URL", "must be an http(s) URL")
+            }
+            sendGridBaseURL = base
+        }
+        if emailTransport == "sendgrid" && sendGridAPIKey == nil {
+            throw ConfigurationError("COSYNC_SENDGRID_API_KEY", "is required when COSYNC_EMAIL_TRANSPORT=sendgrid")
+        }
+        if let from = value("COSYNC_EMAIL_FROM") {
+            guard AppState.looksLikeEmail(from) else { throw ConfigurationError("COSYNC_EMAIL_FROM", "must be an e-mail address") }
+            emailFrom = from
+        }
+        func number(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let text = value(name) else { return nil }
+            guard let n = Int(text), range.contains(n) else {
+                throw ConfigurationError(name, "must be a number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return n
+        }
+        if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
+        if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
+        if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }
+        if let minutes = try number("COSYNC_RESET_CODE_MINUTES", 5...10080) { flows.resetCodeLifetime = minutes * 60 }
     }
 
     public static func parseBcryptCost(_ value: String?) throws -> Int {

@@ -17,13 +17,11 @@ public enum Secrets {
         prefix + Base64URL.encode(randomBytes(bytes))
     }
 
-    /// A decimal code of `digits` digits from the CSPRNG (uniform, leading zeros kept).
-    public static func numericCode(digits: Int = 6) -> String {
-        var upper = 1
-        for _ in 0..<digits { upper *= 10 }
-        let value = Int.random(in: 0..<upper)
-        let text = String(value)
-        return String(repeating: "0", count: digits - text.count) + text
+    /// A 6-digit code from the CSPRNG, 100000-999999 (no leading zero, so the legacy integer
+    /// comparison of codes and a string comparison agree).
+    public static func numericCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(Int.random(in: 100_000...999_999, using: &generator))
     }
 
     /// SHA-256 of the UTF-8 bytes. Used to store high-entropy secrets (app secrets, tokens) so that

@@ -7,7 +7,7 @@ struct GetApplication {
     let services: CosyncServices
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("api/appuser/getApplication", use: handle)
+        router.group("api/appuser").add(middleware: LegacyErrorMiddleware()).get("getApplication", use: handle)
     }
 
     @Sendable func handle(_ request: Request, context: ServerRequestContext) async throws -> Response {

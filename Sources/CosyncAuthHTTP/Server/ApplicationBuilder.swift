@@ -9,6 +9,7 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     router.add(middleware: MetricsMiddleware())
     OperationalRoutes(services: services, metrics: metrics).register(on: router)
     GetApplication(services: services).register(on: router)
+    EndUserRoutes(services: services).register(on: router)
 
     let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware())
     let document = OpenAPIDocument.document()
@@ -20,12 +21,14 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
 }
 
 public func buildApplication(
-    services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil, logger: Logger
+    services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil, logger: Logger, runDeliveryWorker: Bool = true
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
     return Application(
-        router: buildRouter(services: services, metrics: metrics),
+        router: PathNormalizingBuilder(
+            router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
+        services: runDeliveryWorker ? [services.deliveryWorker()] : [],
         logger: logger)
 }
 

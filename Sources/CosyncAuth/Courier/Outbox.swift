@@ -1,0 +1,94 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Writes e-mails and SMS to the `messages` outbox, inside the caller's transaction, so a message
+/// exists exactly when the state change it belongs to was committed. The delivery worker sends them.
+public struct Outbox: Sendable {
+    /// Default sender of e-mail (COSYNC_EMAIL_FROM).
+    public let defaultSender: String
+    /// Public base URL, for the signup link.
+    public let publicURL: String
+
+    public init(defaultSender: String, publicURL: String) {
+        self.defaultSender = defaultSender
+        self.publicURL = publicURL
+    }
+
+    /// The template for (name, locale): the app's own, else the app's EN one, else the built-in.
+    static func template(_ db: PostgresConnection, appRef: Int64, name: String, locale: String, logger: Logger) async throws -> EmailTemplate {
+        if let own = try await AppRecordStore.template(db, appRef: appRef, name: name, locale: locale, logger: logger) { return own }
+        if locale != Locales.defaultLocale,
+            let english = try await AppRecordStore.template(db, appRef: appRef, name: name, locale: Locales.defaultLocale, logger: logger)
+        {
+            return english
+        }
+        guard let builtIn = EmailTemplate.builtIn(name) else { throw EndUserError.internalError }
+        return builtIn
+    }
+
+    /// Replaces `%NAME%` placeholders. In HTML the values are escaped (the legacy server did not).
+    static func render(_ text: String, _ values: [String: String], html: Bool) -> String {
+        var out = text
+        for (key, value) in values {
+            out = out.replacingOccurrences(of: "%\(key)%", with: html && key != "LINK" ? escapeHTML(value) : value)
+        }
+        return out
+    }
+
+    static func escapeHTML(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "'", with: "&#39;")
+    }
+
+    /// Queues an e-mail rendered from the app's template. `values` fills `%CODE%`, `%HANDLE%`, `%LINK%`
+    /// (and `%APP_NAME%`, added here).
+    public func email(
+        _ db: PostgresConnection, app: AppRow, template name: String, locale: String, to: String,
+        values: [String: String], logger: Logger
+    ) async throws {
+        let template = try await Self.template(db, appRef: app.ref, name: name, locale: locale, logger: logger)
+        var all = values
+        all["APP_NAME"] = app.name
+        if name == "signUpLink", let link = values["LINK"] {
+            let text = template.localeLinkText.isEmpty ? "LINK" : template.localeLinkText
+            all["LINK"] = "<a href=\"\(Self.escapeHTML(link))\">\(Self.escapeHTML(text))</a>"
+        }
+        var plainValues = values
+        plainValues["APP_NAME"] = app.name
+        let subject = Self.render(template.subject, ["APP_NAME": app.name], html: false)
+        let html = Self.render(template.html, all, html: true)
+        let text = Self.render(template.text.isEmpty ? Self.stripTags(template.html) : template.text, plainValues, html: false)
+        let settings = app.settings
+        let sender = !template.replyTo.isEmpty ? template.replyTo
+            : (settings.emailExtension && !settings.emailExtensionSenderEmail.isEmpty ? settings.emailExtensionSenderEmail : defaultSender)
+        try await db.query(
+            """
+            INSERT INTO messages (app_ref, channel, recipient, template, subject, body, html_body, sender, sender_name, reply_to)
+            VALUES (\(app.ref), 'email', \(to), \(name), \(subject), \(text), \(html), \(sender), \(app.name), \(template.replyTo))
+            """, logger: logger)
+    }
+
+    /// Queues an SMS from the app's `sms` template (its `html` field is the SMS text).
+    public func sms(_ db: PostgresConnection, app: AppRow, locale: String, to: String, values: [String: String], logger: Logger) async throws {
+        let template = try await Self.template(db, appRef: app.ref, name: "sms", locale: locale, logger: logger)
+        var all = values
+        all["APP_NAME"] = app.name
+        let text = Self.render(template.html, all, html: false)
+        try await db.query(
+            """
+            INSERT INTO messages (app_ref, channel, recipient, template, subject, body)
+            VALUES (\(app.ref), 'sms', \(to), 'sms', '', \(text))
+            """, logger: logger)
+    }
+
+    static func stripTags(_ html: String) -> String {
+        var out = ""
+        var inTag = false
+        for c in html {
+            if c == "<" { inTag = true } else if c == ">" { inTag = false } else if !inTag { out.append(c) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Settings of the end-user flows that are not per app.
+public struct FlowSettings: Sendable {
+    public var signupCodeLifetime: Int = 24 * 3600
+    public var inviteCodeLifetime: Int = 24 * 3600
+    public var resetCodeLifetime: Int = 3600
+    public var loginCodeLifetime: Int = 600
+    public var maxCodeAttempts: Int = 5
+    /// Failed-login counters reset after this long without a failure.
+    public var throttleWindow: Int = 15 * 60
+    /// The longest a lockout lasts.
+    public var maxLockout: Int = 15 * 60
+    /// A client address may fail this many times more than one handle before it is locked.
+    public var addressThresholdFactor: Int = 5
+    public init() {}
+}
+
+/// The tokens a successful login-type call returns.
+public struct IssuedTokens: Sendable, Equatable {
+    public let jwt: String
+    public let accessToken: String
+    public var signedUserToken: String?
+}
+
+public enum LoginOutcome: Sendable, Equatable {
+    case tokens(IssuedTokens)
+    case secondFactor(loginToken: String)
+}
+
+/// The end-user flows (enduser-api.md §5, §6). Each method takes decoded fields and returns a result
+/// or throws an `EndUserError`; none knows about HTTP.
+public struct EndUserFlows: Sendable {
+    public let client: PostgresClient
+    public let apps: AppAdministration
+    public let tokens: TokenIssuer
+    public let hasher: PasswordHasher
+    public let outbox: Outbox
+    public let settings: FlowSettings
+    public let logger: Logger
+    var box: SecretBox { apps.box }
+
+    public init(
+        client: PostgresClient, apps: AppAdministration, tokens: TokenIssuer, hasher: PasswordHasher, outbox: Outbox,
+        settings: FlowSettings, logger: Logger
+    ) {
+        self.client = client
+        self.apps = apps
+        self.tokens = tokens
+        self.hasher = hasher
+        self.outbox = outbox
+        self.settings = settings
+        self.logger = logger
+    }
+
+    // MARK: tenant and user resolution
+
+    /// The app of an app token (exact string, through its hash), or `invalidAppToken`.
+    public func app(token: String?, whenMissing: EndUserError) async throws -> AppRow {
+        guard let token, !token.isEmpty else { throw whenMissing }
+        guard let app = try await apps.app(forToken: token) else { throw EndUserError.invalidAppToken }
+        return app
+    }
+
+    /// The user of an access token. Invalid, expired or revoked (token version moved on) →
+    /// `invalidAccessToken`; the app gone → `appNotFound`; the user gone → `whenNoUser`.
+    public func session(accessToken: String?, whenMissing: EndUserError, whenNoUser: EndUserError = .invalidData) async throws -> (AppRow, User) {
+        guard let accessToken, !accessToken.isEmpty else { throw whenMissing }
+        guard let claims = await tokens.verifyAccessToken(accessToken) else { throw EndUserError.invalidAccessToken }
+        guard AppAdministration.isAppId(claims.appId),
+            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+        else { throw EndUserError.appNotFound }
+        guard let user = try await client.withConnection({
+            try await EndUserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)
+        }) else { throw whenNoUser }
+        guard user.tokenVersion == claims.ver else { throw EndUserError.invalidAccessToken }
+        return (app, user)
+    }
+
+    /// `suspended` → 402, `migrated` → 413.
+    func requireActive(_ app: AppRow) throws(EndUserError) {
+        switch app.status {
+        case "active": return
+        case "migrated": throw .appMigrated
+        default: throw .appSuspended
+        }
+    }
+
+    func requireActiveUser(_ user: User) throws(EndUserError) {
+        guard user.status == "active" else { throw .userSuspended }
+    }
+
+    // MARK: tokens
+
+    /// Builds the user JWT (`invalidMetadata` when a required field has no value) and the access token.
+    func issueTokens(app: AppRow, user: User, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
+        let claims: [String: JSONValue]
+        do {
+            claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
+        } catch {
+            throw jwtFailure
+        }
+        let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
+        let access = try await tokens.accessToken(
+            handle: user.handle, appId: app.appId, tokenVersion: user.tokenVersion,
+            userJWTExpirationHours: app.settings.userJWTExpiration)
+        return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
+    }
+
+    /// `signed-user-token` (§7.5): metaData as a JSON string indented by 10 spaces, or "".
+    func signedUserToken(app: AppRow, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
+        var claims: [String: JSONValue] = [
+            "handle": .string(user.handle), "appId": .string(app.appId), "code": .int(Int(code) ?? 0),
+            "metaData": .string(user.metaData.isEmpty ? "" : Self.legacyIndentedJSON(.object(user.metaData))),
+        ]
+        if let senderHandle { claims["senderHandle"] = .string(senderHandle) }
+        if let senderUserId { claims["senderUserId"] = .string(senderUserId) }
+        return try await tokens.signedUserToken(claims: claims, appRef: app.ref)
+    }
+
+    static func legacyIndentedJSON(_ value: JSONValue, depth: Int = 0) -> String {
+        let pad = String(repeating: " ", count: 10 * (depth + 1))
+        let closePad = String(repeating: " ", count: 10 * depth)
+        switch value {
+        case .object(let object) where !object.isEmpty:
+            let items = object.keys.sorted().map { key in
+                "\(pad)\(quote(key)): \(legacyIndentedJSON(object[key] ?? .null, depth: depth + 1))"
+            }
+            return "{\n" + items.joined(separator: ",\n") + "\n\(closePad)}"
+        case .array(let array) where !array.isEmpty:
+            return "[\n" + array.map { pad + legacyIndentedJSON($0, depth: depth + 1) }.joined(separator: ",\n") + "\n\(closePad)]"
+        default:
+            return (try? String(decoding: JSONCoding.encode(value), as: UTF8.self)) ?? "null"
+        }
+    }
+
+    static func quote(_ key: String) -> String {
+        (try? String(decoding: JSONCoding.encode(JSONValue.string(key)), as: UTF8.self)) ?? "\"\""
+    }
+
+    // MARK: codes and passwords
+
+    func sealCode(_ code: String, purpose: String) throws -> Data { try box.seal(code, purpose: purpose) }
+
+    /// Constant-time comparison of a submitted code with a sealed one.
+    func codeMatches(_ given: String, sealed: Data?, purpose: String) -> Bool {
+        guard let sealed, let stored = try? box.openString(sealed, purpose: purpose) else { return false }
+        return Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8))
+    }
+
+    /// Verifies an md5-hex password against a stored hash: bcrypt, or a legacy raw 32-hex MD5 (which
+    /// is then upgraded to bcrypt).
+    func verifyPassword(_ md5: String, user: User) async throws -> Bool {
+        guard let stored = user.passwordHash else { return false }
+        if PasswordHasher.isMD5Hex(stored) {
+            guard Secrets.constantTimeEquals(Data(md5.utf8), Data(stored.utf8)) else { return false }
+            let upgraded = try await hasher.hash(md5Hex: md5)
+            try await client.withConnection {
+                try await EndUserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)
+            }
+            return true
+        }
+        return try await hasher.verify(md5Hex: md5, hash: stored)
+    }
+
+    func audit(_ db: PostgresConnection, app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
+        var all = detail
+        all["handle"] = .string(handle)
+        try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: "user", action: action, status: status, detail: all, logger: logger)
+    }
+
+    func audit(app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
+        try? await client.withConnection { db in
+            try await audit(db, app: app, handle: handle, action: action, status: status, detail: detail)
+        }
+    }
+
+    /// Inserts a user, mapping a handle clash to `handleAlreadyRegistered`.
+    func insertUser(
+        _ db: PostgresConnection, app: AppRow, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
+    ) async throws -> User {
+        do {
+            return try await UserStore.insert(
+                db, appRef: app.ref, handle: handle, userName: nil, passwordHash: passwordHash, locale: locale, metaData: metadata,
+                logger: logger)
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            throw EndUserError.handleAlreadyRegistered
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// The named fields of an end-user request, after the transport decoded them (form or JSON). A field
+/// is "present" when it is non-empty, as the legacy server treated "" as missing.
+public struct Fields: Sendable {
+    public let values: [String: String]
+    public init(_ values: [String: String]) { self.values = values }
+
+    public subscript(_ name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// The field, or `missingParameter`.
+    public func require(_ name: String) throws(EndUserError) -> String {
+        guard let value = self[name] else { throw .missingParameter }
+        return value
+    }
+}
+
+/// Input rules shared by the flows (enduser-api.md §1.3, §8.2, §10).
+enum Input {
+    /// Lower-case, trimmed; in an e-mail handle an interior space was a `+` (§1.3 repair).
+    static func handle(_ raw: String) -> String {
+        var handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        if handle.contains("@") { handle = handle.replacingOccurrences(of: " ", with: "+") }
+        return handle
+    }
+
+    /// A code: trimmed, 1-10 digits, else `invalidData`. Returned in canonical decimal form.
+    static func code(_ raw: String) throws(EndUserError) -> String {
+        let text = raw.trimmingCharacters(in: .whitespaces)
+        guard (1...10).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text) else {
+            throw .invalidData
+        }
+        return String(value)
+    }
+
+    /// A password as the SDK sends it: 32 lowercase hex characters, else `invalidData`.
+    static func md5(_ raw: String) throws(EndUserError) -> String {
+        guard PasswordHasher.isMD5Hex(raw) else { throw .invalidData }
+        return raw
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import PostgresNIO
+
+extension EndUserFlows {
+    /// `POST invite` (§5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
+    /// Inviting the same handle again re-sends the same code (and takes over the invite).
+    public func invite(accessToken: String?, fields: Fields) async throws {
+        let (app, inviter) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        let invitee = Input.handle(try fields.require("handle"))
+        let senderUserId = fields["senderUserId"] ?? ""
+        try requireActive(app)
+        try requireActiveUser(inviter)
+        guard app.settings.invitationEnabled else { throw EndUserError.invitationDisabled }
+        guard Identifiers.normalizedHandle(invitee) != nil, invitee.contains("@") else { throw EndUserError.invalidData }
+        guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidMetadata }
+        let metadata = app.settings.metaDataInvite.isEmpty ? [:] : try Metadata.filter(parsed ?? [:], fields: app.settings.metaDataInvite)
+        if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
+            throw EndUserError.handleAlreadyRegistered
+        }
+        do {
+            try await client.transaction(logger: logger) { db in
+                let code: String
+                if let pending = try await EndUserStore.pending(db, .invites, appRef: app.ref, handle: invitee, logger: logger),
+                    let sealed = pending.codeSealed, let existing = try? box.openString(sealed, purpose: "invite-code:\(pending.id)")
+                {
+                    code = existing
+                    try await EndUserStore.refreshInvite(
+                        db, id: pending.id, senderHandle: inviter.handle, senderUserId: senderUserId, metadata: metadata,
+                        lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
+                } else {
+                    code = Secrets.numericCode()
+                    let id = UUID()
+                    try await EndUserStore.insertInvite(
+                        db, id: id, appRef: app.ref, handle: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
+                        codeSealed: try sealCode(code, purpose: "invite-code:\(id)"), metadata: metadata, locale: inviter.locale,
+                        lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
+                }
+                try await outbox.email(
+                    db, app: app, template: "invite", locale: inviter.locale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
+                    logger: logger)
+                try await audit(db, app: app, handle: inviter.handle, action: "invite", detail: ["invitee": .string(invitee)])
+            }
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            throw EndUserError.handleAlreadyRegistered
+        }
+    }
+
+    private enum InviteCheck {
+        case ok(User, EndUserStore.Pending)
+        case failed(EndUserError)
+    }
+
+    /// `POST register` (§5.9): accept an invite with its code; the invite's metadata is merged over the
+    /// user's (invite values win).
+    public func register(appToken: String?, fields: Fields) async throws -> IssuedTokens {
+        let app = try await app(token: appToken, whenMissing: .missingParameter)
+        let handle = Input.handle(try fields.require("handle"))
+        let password = try fields.require("password")
+        let rawCode = try fields.require("code")
+        try requireActive(app)
+        guard app.settings.invitationEnabled else { throw EndUserError.invitationDisabled }
+        let md5 = try Input.md5(password)
+        let code = try Input.code(rawCode)
+        let locale = (fields["locale"] ?? Locales.defaultLocale).uppercased()
+        guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidData }
+        let hash = try await hasher.hash(md5Hex: md5)
+        let check: InviteCheck = try await client.transaction(logger: logger) { db in
+            guard let invite = try await EndUserStore.pending(db, .invites, appRef: app.ref, handle: handle, logger: logger) else {
+                if try await EndUserStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger) {
+                    return .failed(.handleAlreadyRegistered)
+                }
+                return .failed(.invalidData)
+            }
+            guard invite.attempts < settings.maxCodeAttempts, invite.expiresAt > Date() else { return .failed(.invalidData) }
+            guard codeMatches(code, sealed: invite.codeSealed, purpose: "invite-code:\(invite.id)") else {
+                try await EndUserStore.countFailedCode(db, .invites, id: invite.id, logger: logger)
+                try await audit(db, app: app, handle: handle, action: "register", status: "error", detail: ["reason": .string("wrong code")])
+                return .failed(.invalidData)
+            }
+            guard app.settings.locales.contains(locale) else { return .failed(.invalidData) }
+            let userMetadata: [String: JSONValue]
+            do {
+                userMetadata = app.settings.metaData.isEmpty ? [:] : try Metadata.filter(parsed ?? [:], fields: app.settings.metaData)
+            } catch let error as EndUserError {
+                return .failed(error)
+            }
+            let merged = Metadata.merge(userMetadata, invite.metadata)
+            if try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
+                return .failed(.handleAlreadyRegistered)
+            }
+            let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
+            try await EndUserStore.markVerified(db, .invites, id: invite.id, logger: logger)
+            try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
+            try await audit(db, app: app, handle: handle, action: "register")
+            return .ok(user, invite)
+        }
+        switch check {
+        case .failed(let error): throw error
+        case .ok(let user, let invite):
+            var issued = try await issueTokens(app: app, user: user)
+            issued.signedUserToken = try await signedUserToken(
+                app: app, user: user, code: code, senderHandle: invite.senderHandle, senderUserId: invite.senderUserId)
+            return issued
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import PostgresNIO
+
+extension EndUserFlows {
+    /// `GET getUser` (§5.15): the fields the SDK reads, dates with milliseconds.
+    public func getUser(accessToken: String?) async throws -> [String: JSONValue] {
+        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+        try requireActive(app)
+        try requireActiveUser(user)
+        var object: [String: JSONValue] = [
+            "handle": .string(user.handle), "loginProvider": .string(user.loginProvider), "locale": .string(user.locale),
+            "twoFactorPhoneVerification": .bool(user.twoFactorPhone), "twoFactorGoogleVerification": .bool(user.twoFactorGoogle),
+            "appId": .string(app.appId), "phoneVerified": .bool(user.phoneVerified), "metaData": .object(user.metaData),
+            "status": .string(user.status), "createdAt": .string(ISO8601.milliseconds(user.createdAt)),
+            "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),
+        ]
+        if let userName = user.userName { object["userName"] = .string(userName) }
+        if let phone = user.phone { object["phone"] = .string(phone) }
+        if let lastLogin = user.lastLogin { object["lastLogin"] = .string(ISO8601.milliseconds(lastLogin)) }
+        return object
+    }
+
+    /// `POST setUserMetadata` (§5.23, recommended rules of §9.4).
+    public func setUserMetadata(accessToken: String?, fields: Fields) async throws {
+        guard let parsed = Metadata.parse(fields["metaData"]), let input = parsed else { throw EndUserError.invalidData }
+        let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        try requireActive(app)
+        try requireActiveUser(user)
+        guard !app.settings.metaData.isEmpty else { throw EndUserError.invalidData }
+        let updated = try Metadata.update(user.metaData, with: input, fields: app.settings.metaData)
+        try await client.transaction(logger: logger) { db in
+            try await EndUserStore.setMetadata(db, userId: user.id, metadata: updated, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "setUserMetadata")
+        }
+    }
+
+    /// `POST setUserName` (§5.21): once per user; `^[a-z][a-z0-9]*$`; unique per app and distinct from
+    /// every handle (a clash, even under concurrency, is `userNameInUse`).
+    public func setUserName(accessToken: String?, fields: Fields) async throws {
+        let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        let raw = try fields.require("userName")
+        guard app.settings.userNamesEnabled else { throw EndUserError.userNamesDisabled }
+        try requireActive(app)
+        try requireActiveUser(user)
+        guard user.userName == nil || user.userName == "" else { throw EndUserError.invalidData }
+        guard let name = Identifiers.normalizedUserName(raw) else { throw EndUserError.invalidData }
+        do {
+            let failure: EndUserError? = try await client.transaction(logger: logger) { db in
+                if try await EndUserStore.identifierTaken(db, appRef: app.ref, name: name, logger: logger) { return .userNameInUse }
+                guard try await EndUserStore.setUserName(db, userId: user.id, userName: name, logger: logger) else { return .invalidData }
+                try await audit(db, app: app, handle: user.handle, action: "setUserName", detail: ["userName": .string(name)])
+                return nil
+            }
+            if let failure { throw failure }
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            throw EndUserError.userNameInUse
+        }
+    }
+
+    /// `GET userNameAvailable` (§5.22): false also for names setUserName would reject.
+    public func userNameAvailable(accessToken: String?, userName raw: String?) async throws -> Bool {
+        let (app, _) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        guard let raw, !raw.isEmpty else { throw EndUserError.missingParameter }
+        guard app.settings.userNamesEnabled else { throw EndUserError.userNamesDisabled }
+        guard let name = Identifiers.normalizedUserName(raw) else { return false }
+        return !(try await client.withConnection { try await EndUserStore.identifierTaken($0, appRef: app.ref, name: name, logger: logger) })
+    }
+
+    /// `POST setLocale` (§5.20): EN always, else one of the app's locales (upper-cased first).
+    public func setLocale(accessToken: String?, fields: Fields) async throws {
+        let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        let locale = try fields.require("locale").trimmingCharacters(in: .whitespaces).uppercased()
+        try requireActive(app)
+        try requireActiveUser(user)
+        guard locale == Locales.defaultLocale || app.settings.locales.contains(locale) else { throw EndUserError.invalidData }
+        try await client.transaction(logger: logger) { db in
+            try await EndUserStore.setLocale(db, userId: user.id, locale: locale, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "setLocale", detail: ["locale": .string(locale)])
+        }
+    }
+
+    /// `POST deleteAccount` (§5.24), password mode. Token mode (social accounts) verifies the provider
+    /// token; see `SocialTokenVerifier`. Deleting the user also deletes its reset codes (cascade) and
+    /// so revokes its access tokens (the user no longer exists).
+    public func deleteAccount(accessToken: String?, fields: Fields, verifySocialToken: (@Sendable (AppRow, User, String) async throws -> Bool)? = nil) async throws {
+        let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+        let handleField = fields["handle"], password = fields["password"], socialToken = fields["token"]
+        guard handleField != nil || password != nil || socialToken != nil else { throw EndUserError.missingParameter }
+        if let handleField, let password {
+            let handle = Input.handle(handleField)
+            if handle.contains("@") && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }
+            if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
+            guard let target = try await client.withConnection({
+                try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
+            }), target.id == user.id else { throw EndUserError.invalidCredentials }
+            guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
+                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("wrong password")])
+                throw EndUserError.invalidCredentials
+            }
+        } else if let socialToken {
+            guard ["apple", "google"].contains(user.loginProvider), let verifySocialToken else { throw EndUserError.invalidData }
+            guard try await verifySocialToken(app, user, socialToken) else { throw EndUserError.invalidSocialToken }
+        } else {
+            throw EndUserError.invalidData
+        }
+        try await client.transaction(logger: logger) { db in
+            try await EndUserStore.deleteUser(db, userId: user.id, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "deleteAccount")
+        }
+    }
+}

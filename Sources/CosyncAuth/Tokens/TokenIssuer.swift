@@ -1,0 +1,114 @@
+import Foundation
+import JWTKit
+import Logging
+import PostgresNIO
+
+/// Claims given as a JSON object, for tokens whose claims depend on data (the user JWT carries the
+/// user's metadata as claims).
+struct ClaimSet: JWTPayload {
+    var claims: [String: JSONValue]
+
+    init(_ claims: [String: JSONValue]) { self.claims = claims }
+    init(from decoder: any Decoder) throws { claims = try [String: JSONValue](from: decoder) }
+    func encode(to encoder: any Encoder) throws { try claims.encode(to: encoder) }
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// The access token: the legacy shape `{handle, appId, scope:"user", iat}` plus `exp` and `ver`, the
+/// user's token version, so that a password change, a suspension or a deletion revokes it.
+public struct AccessTokenClaims: JWTPayload, Equatable {
+    public var handle: String
+    public var appId: String
+    public var scope: String
+    public var iat: Int
+    public var exp: Int
+    public var ver: Int
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        guard Double(exp) > Date().timeIntervalSince1970 else {
+            throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired")
+        }
+    }
+}
+
+/// The login token of the second factor: `{handle, appId, scope:"login", iat, exp: iat + 600, jti}`.
+public struct LoginTokenClaims: JWTPayload, Equatable {
+    public var handle: String
+    public var appId: String
+    public var scope: String
+    public var iat: Int
+    public var exp: Int
+    public var jti: String
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "login" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        guard Double(exp) > Date().timeIntervalSince1970 else {
+            throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired")
+        }
+    }
+}
+
+/// Signs the tokens of the end-user API: user JWTs with the app's own key (RS256, no `kid`, as the
+/// SDKs' `isValidJWT` expects), access and login tokens with the server key.
+public actor TokenIssuer {
+    let client: PostgresClient
+    let box: SecretBox
+    let serverKeys: ServerKeyRing
+    let logger: Logger
+    public let accessTokenLifetime: TimeInterval
+    /// Parsed app signing keys by kid (a kid names one immutable key, so entries never go stale).
+    var appKeys: [String: JWTKeyCollection] = [:]
+
+    public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, accessTokenLifetime: TimeInterval, logger: Logger) {
+        self.client = client
+        self.box = box
+        self.serverKeys = serverKeys
+        self.accessTokenLifetime = accessTokenLifetime
+        self.logger = logger
+    }
+
+    /// The collection holding the app's active signing key.
+    func signingKeys(appRef: Int64) async throws -> JWTKeyCollection {
+        let keys = try await client.withConnection { try await AppStore.keys($0, ref: appRef, logger: logger) }
+        guard let active = keys.first(where: \.active) else { throw EndUserError.internalError }
+        if let cached = appKeys[active.kid] { return cached }
+        let pem = try box.openString(active.privateKeySealed, purpose: "app-key:\(active.kid)")
+        let collection = JWTKeyCollection()
+        await collection.add(rsa: try Insecure.RSA.PrivateKey(pem: pem), digestAlgorithm: .sha256)
+        appKeys[active.kid] = collection
+        return collection
+    }
+
+    public func userJWT(claims: [String: JSONValue], appRef: Int64) async throws -> String {
+        try await signingKeys(appRef: appRef).sign(ClaimSet(claims))
+    }
+
+    /// `signed-user-token` for CJS ≤ 1.1.21 (§7.5): app key, `{handle, appId, code, metaData, …}`.
+    public func signedUserToken(claims: [String: JSONValue], appRef: Int64) async throws -> String {
+        var all = claims
+        all["iat"] = .int(Int(Date().timeIntervalSince1970))
+        return try await signingKeys(appRef: appRef).sign(ClaimSet(all))
+    }
+
+    public func accessToken(handle: String, appId: String, tokenVersion: Int, userJWTExpirationHours: Int) async throws -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        let lifetime = max(accessTokenLifetime, Double(userJWTExpirationHours) * 3600)
+        return try await serverKeys.sign(
+            AccessTokenClaims(handle: handle, appId: appId, scope: "user", iat: now, exp: now + Int(lifetime), ver: tokenVersion))
+    }
+
+    public func verifyAccessToken(_ token: String) async -> AccessTokenClaims? {
+        try? await serverKeys.verify(token, as: AccessTokenClaims.self)
+    }
+
+    public func loginToken(handle: String, appId: String) async throws -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        return try await serverKeys.sign(
+            LoginTokenClaims(handle: handle, appId: appId, scope: "login", iat: now, exp: now + 600, jti: Secrets.hexIdentifier()))
+    }
+
+    public func verifyLoginToken(_ token: String) async -> LoginTokenClaims? {
+        try? await serverKeys.verify(token, as: LoginTokenClaims.self)
+    }
+}

@@ -1,0 +1,206 @@
+import CosyncAuth
+import Foundation
+import Hummingbird
+import Logging
+
+/// `/api/appuser/…`: the legacy wire of the CosyncAuthSwift and CosyncJWTSwift SDKs
+/// (enduser-api.md). Success is exactly HTTP 200 (`true`, a JSON object, or HTML for the e-mail
+/// link); every business error is HTTP 400 `{"code": <int>, "message": <string>}`.
+struct EndUserRoutes {
+    let services: CosyncServices
+    var flows: EndUserFlows { services.flows }
+
+    /// Every endpoint name served (the path normalizer matches them case-insensitively).
+    static let names = [
+        "getApplication", "login", "loginAnonymous", "signup", "completeSignup", "invite", "register",
+        "forgotPassword", "resetPassword", "changePassword", "getUser", "setUserMetadata", "setUserName",
+        "userNameAvailable", "setLocale", "deleteAccount",
+    ]
+
+    func register(on router: Router<ServerRequestContext>) {
+        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware())
+        api.post("login", use: login)
+        api.post("loginAnonymous", use: loginAnonymous)
+        api.post("signup", use: signup)
+        api.post("completeSignup", use: completeSignup)
+        api.get("completeSignup", use: completeSignupLink)
+        api.post("invite", use: invite)
+        api.post("register", use: register)
+        api.post("forgotPassword", use: forgotPassword)
+        api.post("resetPassword", use: resetPassword)
+        api.post("changePassword", use: changePassword)
+        api.get("getUser", use: getUser)
+        api.post("setUserMetadata", use: setUserMetadata)
+        api.post("setUserName", use: setUserName)
+        api.get("userNameAvailable", use: userNameAvailable)
+        api.post("setLocale", use: setLocale)
+        api.post("deleteAccount", use: deleteAccount)
+    }
+
+    // MARK: request parts
+
+    static func appToken(_ request: Request) -> String? { LegacyHeaders.value("app-token", in: request.headers) }
+    static func accessToken(_ request: Request) -> String? { LegacyHeaders.value("access-token", in: request.headers) }
+
+    /// The body's fields: JSON when Content-Type says so, else the lenient form parser (§1.3).
+    static func fields(_ request: Request, context: ServerRequestContext) async throws -> Fields {
+        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        let bytes = Array(buffer.readableBytesView)
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        if contentType.hasPrefix("application/json") {
+            guard let object = (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)))?.objectValue else {
+                throw EndUserError.invalidData
+            }
+            var values: [String: String] = [:]
+            for (key, value) in object {
+                switch value {
+                case .null: values[key] = ""
+                case .string(let s): values[key] = s
+                case .bool(let b): values[key] = b ? "true" : "false"
+                case .int(let i): values[key] = String(i)
+                case .double(let d): values[key] = String(d)
+                case .array, .object: values[key] = String(decoding: (try? JSONCoding.encode(value)) ?? Data(), as: UTF8.self)
+                }
+            }
+            return Fields(values)
+        }
+        return Fields(LegacyForm.parse(bytes))
+    }
+
+    // MARK: responses
+
+    /// The 4 bytes `true`.
+    static func trueBody() -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: "true")))
+    }
+
+    static func tokens(_ issued: IssuedTokens) -> Response {
+        var object: [String: JSONValue] = ["jwt": .string(issued.jwt), "access-token": .string(issued.accessToken)]
+        if let signed = issued.signedUserToken { object["signed-user-token"] = .string(signed) }
+        return JSONBody.response(object)
+    }
+
+    // MARK: handlers
+
+    @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let token = Self.appToken(request) ?? request.uri.queryParameters["appToken"].map(String.init)
+        switch try await flows.login(appToken: token, fields: try await Self.fields(request, context: context), clientAddress: context.remoteAddress) {
+        case .tokens(let issued): return Self.tokens(issued)
+        case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
+        }
+    }
+
+    @Sendable func loginAnonymous(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        Self.tokens(try await flows.loginAnonymous(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
+    }
+
+    @Sendable func signup(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        switch try await flows.signup(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)) {
+        case .tokens(let issued): return Self.tokens(issued)
+        case .codeSent: return Self.trueBody()
+        }
+    }
+
+    @Sendable func completeSignup(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let app = try await flows.app(token: Self.appToken(request), whenMissing: .missingParameter)
+        let completed = try await flows.completeSignup(app: app, fields: try await Self.fields(request, context: context))
+        return Self.tokens(completed.tokens)
+    }
+
+    /// The e-mailed link (§5.7): answers HTML, also on errors (with HTTP 400 and the legacy code).
+    @Sendable func completeSignupLink(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        var values: [String: String] = [:]
+        for key in ["handle", "code"] { values[key] = query[Substring(key)].map(String.init) }
+        do {
+            guard let token = query["appToken"].map(String.init), !token.isEmpty, values["handle"] != nil, values["code"] != nil else {
+                throw EndUserError.missingParameter
+            }
+            let app = try await flows.app(token: token, whenMissing: .missingParameter)
+            let completed = try await flows.completeSignup(app: app, fields: Fields(values))
+            return Self.html(completed.clickThroughHTML, status: .ok)
+        } catch let error as EndUserError {
+            let legacy = LegacyError(error)
+            return Self.html(
+                "<html><body><h2>This link did not work</h2><p>\(legacy.message) (code \(legacy.code)).</p></body></html>",
+                status: .badRequest)
+        }
+    }
+
+    static func html(_ text: String, status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "text/html; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    @Sendable func invite(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.invite(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func register(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        Self.tokens(try await flows.register(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
+    }
+
+    @Sendable func forgotPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.forgotPassword(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func resetPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.resetPassword(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func changePassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.changePassword(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        JSONBody.response(try await flows.getUser(accessToken: Self.accessToken(request)))
+    }
+
+    @Sendable func setUserMetadata(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.setUserMetadata(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func setUserName(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.setUserName(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let name = request.uri.queryParameters["userName"].map(String.init)
+        let available = try await flows.userNameAvailable(accessToken: Self.accessToken(request), userName: name)
+        return JSONBody.response(["available": .bool(available)])
+    }
+
+    @Sendable func setLocale(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.setLocale(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func deleteAccount(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.deleteAccount(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+}
+
+/// Maps every error of the end-user routes to HTTP 400 `{code, message}`; an unexpected failure is
+/// logged (its type only) and answered `{code: 500}`.
+struct LegacyErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as EndUserError {
+            return try LegacyError(error).response(from: request, context: context)
+        } catch let error as LegacyError {
+            return try error.response(from: request, context: context)
+        } catch {
+            context.logger.error("end-user request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+            return try LegacyError.internalError.response(from: request, context: context)
+        }
+    }
+}
