@@ -75,6 +75,10 @@ let package = Package(
                 "CosyncAuth",
                 "CosyncAuthHTTP",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

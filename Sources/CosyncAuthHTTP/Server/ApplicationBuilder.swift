@@ -20,13 +20,17 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     return router
 }
 
+/// The router behind the path normalizer: what the server runs.
+public func buildResponder(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> PathNormalizingBuilder {
+    PathNormalizingBuilder(router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names)
+}
+
 public func buildApplication(
     services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil, logger: Logger, runDeliveryWorker: Bool = true
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
     return Application(
-        router: PathNormalizingBuilder(
-            router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names),
+        router: buildResponder(services: services, metrics: metrics),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
         services: runDeliveryWorker ? [services.deliveryWorker()] : [],
         logger: logger)

@@ -5,13 +5,13 @@ import Hummingbird
 /// `//api/appuser/setTwoFactor…`, and base URLs may end in `/`), ignores one trailing `/`, and matches
 /// the `/api/appuser/<name>` segment case-insensitively. An unknown `/api/appuser/…` route gets 404
 /// with `{"code":500,"message":"service not found"}`.
-struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ServerRequestContext {
-    typealias Context = ServerRequestContext
+public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ServerRequestContext {
+    public typealias Context = ServerRequestContext
     let inner: Inner
     /// lower-cased endpoint name → the name as routed.
     let endUserNames: [String: String]
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    public func respond(to request: Request, context: Context) async throws -> Response {
         let raw = request.head.path ?? "/"
         let (path, query) = Self.split(raw)
         var normalized = Self.collapse(path)
@@ -51,11 +51,11 @@ struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner
     }
 }
 
-struct PathNormalizingBuilder: HTTPResponderBuilder {
+public struct PathNormalizingBuilder: HTTPResponderBuilder {
     let router: Router<ServerRequestContext>
     let endUserNames: [String]
 
-    func buildResponder() -> PathNormalizingResponder<RouterResponder<ServerRequestContext>> {
+    public func buildResponder() -> PathNormalizingResponder<RouterResponder<ServerRequestContext>> {
         PathNormalizingResponder(
             inner: router.buildResponder(),
             endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }))

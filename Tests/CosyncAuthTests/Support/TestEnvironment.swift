@@ -14,20 +14,47 @@ enum TestEnvironment {
     static let operatorToken = "cop_test_" + Secrets.hexIdentifier()
     static let masterKey = SecretBox.generateMasterKey()
 
+    /// The fake SendGrid every e-mail of the test run goes to.
+    static let sendGrid = Task<FakeSendGrid, any Error> { try await FakeSendGrid.start() }
+    static let sendGridKey = "SG.test-" + Secrets.hexIdentifier()
+
     static let shared = Task<CosyncServices, any Error> {
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw ConfigurationError("DATABASE_URL", "is not set: run the tests with deploy/test.sh")
         }
         var logger = Logger(label: "tests")
         logger.logLevel = .warning
-        let configuration = ServerConfiguration(
+        let base = ServerConfiguration(
             database: try DatabaseURL(url), operatorToken: operatorToken, secretBox: try SecretBox(masterKey: masterKey),
             publicURL: "http://localhost:8080", bcryptCost: 10, databaseMaxConnections: 30)
+        var settings = base
+        let fake = try await sendGrid.value
+        try settings.readDeliverySettings([
+            "COSYNC_EMAIL_TRANSPORT": "sendgrid", "COSYNC_SENDGRID_BASE_URL": "http://127.0.0.1:\(await fake.port)",
+            "COSYNC_SENDGRID_API_KEY": sendGridKey, "COSYNC_EMAIL_FROM": "auth@cosync.test",
+        ])
+        let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
         Task.detached { await client.run() }
         let (services, _) = try await CosyncServices.prepare(
             configuration: configuration, client: client, migrator: try migrator(), logger: logger)
+        // One delivery worker for the whole run, polling often.
+        let worker = services.deliveryWorker(pollInterval: .milliseconds(30))
+        Task.detached {
+            while true {
+                if (try? await worker.deliverDue()) ?? 0 == 0 { try? await Task.sleep(for: .milliseconds(30)) }
+            }
+        }
         return services
+    }
+
+    /// Runs `body` against the whole server (path normalizer included) on a live port, with real HTTP.
+    static func withLiveServer(_ body: @Sendable (API) async throws -> Void) async throws {
+        let services = try await services()
+        let app = Application(router: buildResponder(services: services), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            try await body(API(client: client))
+        }
     }
 
     static func services() async throws -> CosyncServices { try await shared.value }
@@ -67,11 +94,11 @@ struct API: Sendable {
 
     func call(
         _ method: HTTPRequest.Method, _ path: String, token: String? = TestEnvironment.operatorToken, body: String? = nil,
-        headers extra: HTTPFields = [:]
+        headers extra: HTTPFields = [:], contentType: String? = "application/json"
     ) async throws -> Reply {
         var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
-        if body != nil { headers[.contentType] = "application/json" }
+        if body != nil, let contentType { headers[.contentType] = contentType }
         return try await client.execute(
             uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }
         ) { response in

@@ -1,0 +1,69 @@
+import CosyncAuth
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// A SendGrid stand-in on 127.0.0.1: accepts `POST /v3/mail/send` like the real API (202) and keeps
+/// what it received, so tests read codes from the e-mails the server really sent over HTTP.
+actor FakeSendGrid {
+    struct Mail: Sendable {
+        let to: String
+        let from: String
+        let subject: String
+        let text: String
+        let html: String
+        let authorization: String
+    }
+
+    private(set) var mails: [Mail] = []
+    private(set) var port: Int = 0
+
+    func record(_ mail: Mail) { mails.append(mail) }
+    func setPort(_ port: Int) { self.port = port }
+
+    func mails(to recipient: String) -> [Mail] { mails.filter { $0.to == recipient } }
+
+    /// Waits until `count` mails to `recipient` arrived (or the timeout passes) and returns them.
+    func waitForMails(to recipient: String, count: Int = 1, timeout: Duration = .seconds(10)) async throws -> [Mail] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let found = mails(to: recipient)
+            if found.count >= count { return found }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return mails(to: recipient)
+    }
+
+    /// Starts the receiver and returns once it listens.
+    static func start() async throws -> FakeSendGrid {
+        let fake = FakeSendGrid()
+        let router = Router()
+        router.post("v3/mail/send") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(body.readableBytesView))) ?? .null
+            let contents = json["content"]?.arrayValue ?? []
+            func content(_ type: String) -> String {
+                contents.first(where: { $0["type"]?.stringValue == type })?["value"]?.stringValue ?? ""
+            }
+            let to = json["personalizations"]?.arrayValue?.first?["to"]?.arrayValue?.first?["email"]?.stringValue ?? ""
+            await fake.record(Mail(
+                to: to, from: json["from"]?["email"]?.stringValue ?? "", subject: json["subject"]?.stringValue ?? "",
+                text: content("text/plain"), html: content("text/html"),
+                authorization: request.headers[.authorization] ?? ""))
+            return Response(status: .accepted)
+        }
+        var logger = Logger(label: "fake-sendgrid")
+        logger.logLevel = .error
+        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        Task.detached { try? await app.runService(gracefulShutdownSignals: []) }
+        for await port in stream {
+            await fake.setPort(port)
+            break
+        }
+        return fake
+    }
+}
