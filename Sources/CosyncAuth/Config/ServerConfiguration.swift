@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     /// Access tokens live max(this, the app's userJWTExpiration).
     public var accessTokenLifetime: TimeInterval = 30 * 24 * 3600
     public var flows = FlowSettings()
+    /// Behind a trusted reverse proxy: the header carrying the client address (e.g. X-Forwarded-For;
+    /// its last entry, the one the proxy appended, is used). Unset: the TCP peer address.
+    public var clientIPHeader: String? = nil
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -111,6 +114,7 @@ public struct ServerConfiguration: Sendable {
             }
             return n
         }
+        clientIPHeader = value("COSYNC_CLIENT_IP_HEADER")
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
         if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }

@@ -67,6 +67,16 @@ struct EndUserRoutes {
         return Fields(LegacyForm.parse(bytes))
     }
 
+    /// The client's address: from the configured proxy header (its last entry), else the TCP peer.
+    static func clientAddress(_ request: Request, context: ServerRequestContext, header: String?) -> String? {
+        if let header, let value = LegacyHeaders.value(header.lowercased(), in: request.headers),
+            let last = value.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
+        {
+            return String(last.prefix(64))
+        }
+        return context.remoteAddress
+    }
+
     // MARK: responses
 
     /// The 4 bytes `true`.
@@ -84,7 +94,8 @@ struct EndUserRoutes {
 
     @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let token = Self.appToken(request) ?? request.uri.queryParameters["appToken"].map(String.init)
-        switch try await flows.login(appToken: token, fields: try await Self.fields(request, context: context), clientAddress: context.remoteAddress) {
+        let address = Self.clientAddress(request, context: context, header: services.configuration.clientIPHeader)
+        switch try await flows.login(appToken: token, fields: try await Self.fields(request, context: context), clientAddress: address) {
         case .tokens(let issued): return Self.tokens(issued)
         case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
         }
