@@ -42,12 +42,13 @@ public struct CosyncServices: Sendable {
     }
 
     /// The outbox delivery worker for this configuration.
-    public func deliveryWorker(pollInterval: Duration = .milliseconds(500)) -> DeliveryWorker {
+    public func deliveryWorker(pollInterval: Duration? = nil) -> DeliveryWorker {
         let log = LogTransport(logger: logger)
         let email: any EmailTransport = configuration.emailTransport == "sendgrid"
             ? SendGridTransport(baseURL: configuration.sendGridBaseURL, apiKey: configuration.sendGridAPIKey) : log
         return DeliveryWorker(
-            client: client, box: configuration.secretBox, email: email, sms: log, logger: logger, pollInterval: pollInterval)
+            client: client, box: configuration.secretBox, email: email, sms: log, logger: logger,
+            pollInterval: pollInterval ?? configuration.courierPollInterval)
     }
 
     /// True when the database answers and every known migration is applied.

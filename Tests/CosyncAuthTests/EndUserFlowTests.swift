@@ -9,7 +9,7 @@ struct EndUserFlowTests {
     static func unique(_ name: String) -> String { "\(name)+\(Secrets.hexIdentifier().prefix(8))@example.com" }
 
     func makeApp(_ api: API, _ settings: [String: JSONValue]) async throws -> (SDK, [String: JSONValue]) {
-        let created = try await api.createApp("E2E \(Secrets.hexIdentifier().prefix(6))", settings: settings)
+        let created = try await api.createApp("E2E \(Secrets.hexIdentifier().prefix(6).filter(\.isLetter))", settings: settings)
         return (SDK(api: api, appToken: created.string("appToken")), created)
     }
 

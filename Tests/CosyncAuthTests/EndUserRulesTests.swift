@@ -11,7 +11,7 @@ struct EndUserRulesTests {
     static func unique(_ name: String) -> String { "\(name)\(Secrets.hexIdentifier().prefix(8))@example.com" }
 
     func makeApp(_ api: API, _ settings: [String: JSONValue]) async throws -> (SDK, String) {
-        let created = try await api.createApp("Rules \(Secrets.hexIdentifier().prefix(6))", settings: settings)
+        let created = try await api.createApp("Rules \(Secrets.hexIdentifier().prefix(6).filter(\.isLetter))", settings: settings)
         return (SDK(api: api, appToken: created.string("appToken")), created.string("appId"))
     }
 

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     /// Behind a trusted reverse proxy: the header carrying the client address (e.g. X-Forwarded-For;
     /// its last entry, the one the proxy appended, is used). Unset: the TCP peer address.
     public var clientIPHeader: String? = nil
+    /// How often an idle delivery worker looks for due outbox rows.
+    public var courierPollInterval: Duration = .milliseconds(500)
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -115,6 +117,7 @@ public struct ServerConfiguration: Sendable {
             return n
         }
         clientIPHeader = value("COSYNC_CLIENT_IP_HEADER")
+        if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
         if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }

@@ -70,8 +70,9 @@ enum SDKJWTCheck {
     }
 }
 
-/// The 6-digit code inside a message body.
+/// The 6-digit code inside a message body: the last 6-digit number (every template puts the code
+/// after the app name and the handle, which could contain digits too).
 func sixDigitCode(in text: String) -> String? {
-    guard let range = text.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression) else { return nil }
-    return String(text[range])
+    guard let regex = try? Regex(#"\b[0-9]{6}\b"#) else { return nil }
+    return text.matches(of: regex).last.map { String(text[$0.range]) }
 }
