@@ -137,6 +137,20 @@ struct EndUserFlowTests {
             #expect(SDKJWTCheck.isValid(jwt: registered.object.string("signed-user-token"), rawPublicKey: app.string("rawPublicKey")))
             #expect(try await sdk.post("/api/appuser/register", [("handle", SDK.handle(invitee)), ("password", SDK.md5("pw2")), ("code", code)]).object["code"] == .int(601))
             #expect(try await sdk.login(invitee, "pw2").status == .ok)
+
+            // The admin API invites too (sender "superuser"), through the same outbox.
+            let appId = app.string("appId")
+            let guest = Self.unique("guest")
+            let adminInvite = try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object(["handle": .string(guest), "metaData": .object(["team": .string("ops")])]))
+            #expect(adminInvite.status == .created, "\(adminInvite.text)")
+            #expect(try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object(["handle": .string(guest)])).status.code == 422, "team is required")
+            #expect(try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object(["handle": .string(invitee), "metaData": .object(["team": .string("x")])])).status == .conflict)
+            let invites = try await api.call(.get, "/admin/v1/apps/\(appId)/invites").object["invites"]?.arrayValue ?? []
+            #expect(invites.contains { $0["handle"] == .string(guest) && $0["senderHandle"] == .string("superuser") })
+            let guestMail = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: guest).first)
+            #expect(sixDigitCode(in: guestMail.text) != nil)
+            let outbox = try await api.call(.get, "/admin/v1/apps/\(appId)/messages?to=\(guest.replacingOccurrences(of: "+", with: "%2B"))").object["messages"]?.arrayValue ?? []
+            #expect(outbox.count == 1 && outbox.first?["status"] == .string("sent") && outbox.first?["template"] == .string("invite"))
         }
     }
 

@@ -10,6 +10,7 @@ struct RecordRoutes {
         admin.get("apps/:appId/signups") { try await listPending(.signups, $0, $1) }
         admin.delete("apps/:appId/signups/:id") { try await deletePending(.signups, $0, $1) }
         admin.get("apps/:appId/invites") { try await listPending(.invites, $0, $1) }
+        admin.post("apps/:appId/invites", use: createInvite)
         admin.delete("apps/:appId/invites/:id") { try await deletePending(.invites, $0, $1) }
         admin.get("apps/:appId/email-templates/:template/:locale", use: showTemplate)
         admin.put("apps/:appId/email-templates/:template/:locale", use: putTemplate)
@@ -35,6 +36,15 @@ struct RecordRoutes {
         try await services.records.deletePending(
             kind, appId: appId, id: context.parameters.get("id") ?? "", actor: principal.auditName)
         return Response(status: .noContent)
+    }
+
+    /// `{handle, locale?, metaData?}`: e-mails an invite code (sender `superuser`).
+    @Sendable func createInvite(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        let handle = try await services.flows.adminInvite(appId: appId, input: input, actor: principal.auditName)
+        return JSONBody.response(["handle": .string(handle), "status": .string("pending")], status: .created)
     }
 
     func templateKey(_ context: ServerRequestContext) -> (String, String) {

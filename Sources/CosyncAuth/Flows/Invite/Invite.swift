@@ -17,6 +17,52 @@ extension EndUserFlows {
         if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
             throw EndUserError.handleAlreadyRegistered
         }
+        try await storeInvite(app: app, invitee: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
+                              metadata: metadata, locale: inviter.locale, actor: inviter.handle)
+    }
+
+    /// An invite from the admin API (sender `superuser`, as the legacy portal did).
+    public func adminInvite(appId: String, input: [String: JSONValue], actor: String) async throws -> String {
+        let app = try await apps.row(appId: appId)
+        let allowed: Set<String> = ["handle", "locale", "metaData"]
+        if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of an invite"))
+        }
+        guard let raw = input["handle"]?.stringValue, Identifiers.normalizedHandle(raw) != nil, raw.contains("@") else {
+            throw AdminFailure.invalid(FieldError("handle", "invalid_value", "must be an e-mail address"))
+        }
+        let invitee = Input.handle(raw)
+        let locale = (input["locale"]?.stringValue ?? Locales.defaultLocale).uppercased()
+        guard app.settings.locales.contains(locale) else {
+            throw AdminFailure.invalid(FieldError("locale", "invalid_value", "must be one of the app's locales"))
+        }
+        guard input["metaData"] == nil || input["metaData"]?.objectValue != nil else {
+            throw AdminFailure.invalid(FieldError("metaData", "invalid_type", "must be an object"))
+        }
+        let metadata: [String: JSONValue]
+        do {
+            metadata = app.settings.metaDataInvite.isEmpty ? [:] : try Metadata.filter(input["metaData"]?.objectValue ?? [:], fields: app.settings.metaDataInvite)
+        } catch {
+            throw AdminFailure.invalid(FieldError("metaData", "invalid_value", "misses a required invite field or has a non-string value"))
+        }
+        if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
+            throw AdminFailure.conflict(code: "handle_taken", message: "a user with this handle exists in this app")
+        }
+        do {
+            try await storeInvite(app: app, invitee: invitee, senderHandle: "superuser", senderUserId: "superuser",
+                                  metadata: metadata, locale: locale, actor: actor)
+        } catch EndUserError.handleAlreadyRegistered {
+            throw AdminFailure.conflict(code: "conflict", message: "another request invited this handle at the same time")
+        }
+        return invitee
+    }
+
+    /// Creates the invite, or refreshes the pending one (same code, new sender and expiry), and queues
+    /// the e-mail in the same transaction.
+    func storeInvite(
+        app: AppRow, invitee: String, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
+        locale: String, actor: String
+    ) async throws {
         do {
             try await client.transaction(logger: logger) { db in
                 let code: String
@@ -25,20 +71,20 @@ extension EndUserFlows {
                 {
                     code = existing
                     try await EndUserStore.refreshInvite(
-                        db, id: pending.id, senderHandle: inviter.handle, senderUserId: senderUserId, metadata: metadata,
+                        db, id: pending.id, senderHandle: senderHandle, senderUserId: senderUserId, metadata: metadata,
                         lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
                 } else {
                     code = Secrets.numericCode()
                     let id = UUID()
                     try await EndUserStore.insertInvite(
-                        db, id: id, appRef: app.ref, handle: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
-                        codeSealed: try sealCode(code, purpose: "invite-code:\(id)"), metadata: metadata, locale: inviter.locale,
+                        db, id: id, appRef: app.ref, handle: invitee, senderHandle: senderHandle, senderUserId: senderUserId,
+                        codeSealed: try sealCode(code, purpose: "invite-code:\(id)"), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
                 }
                 try await outbox.email(
-                    db, app: app, template: "invite", locale: inviter.locale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
+                    db, app: app, template: "invite", locale: locale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
                     logger: logger)
-                try await audit(db, app: app, handle: inviter.handle, action: "invite", detail: ["invitee": .string(invitee)])
+                try await audit(db, app: app, handle: actor, action: "invite", detail: ["invitee": .string(invitee)])
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             throw EndUserError.handleAlreadyRegistered
