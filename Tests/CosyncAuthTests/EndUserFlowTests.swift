@@ -223,6 +223,9 @@ struct EndUserFlowTests {
             #expect(try await sdk.post("/api/appuser/deleteAccount", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))], accessToken: access).text == "true")
             #expect(try await sdk.login(handle, "pw").object["code"] == .int(600))
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(602))
+            // The same handle signs up again: the old account's token does not open the new account.
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
+            #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(405))
         }
     }
 

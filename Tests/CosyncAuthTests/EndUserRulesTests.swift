@@ -216,6 +216,15 @@ struct EndUserRulesTests {
             let mixed = SDK(api: api, appToken: accessA)
             #expect(try await mixed.login(shared, "in-a").object["code"] == .int(400))
             #expect(try await a.get("/api/appuser/getUser", accessToken: a.appToken).object["code"] == .int(405))
+            // App B deleted: its app token is unknown (400), its users' access tokens name a missing app (401).
+            let accessB = try await b.login(shared, "in-b")
+            #expect(accessB.object["code"] == .int(608))
+            let (c, appC) = try await makeApp(api, ["signupFlow": .string("none")])
+            let accessC = try await c.post("/api/appuser/signup", [("handle", shared), ("password", SDK.md5("in-c"))]).object.string("access-token")
+            #expect(try await api.call(.delete, "/admin/v1/apps/\(appC)").status == .noContent)
+            #expect(try await c.get("/api/appuser/getUser", accessToken: accessC).object["code"] == .int(401))
+            #expect(try await c.login(shared, "in-c").object["code"] == .int(400))
+            _ = appB
         }
     }
 

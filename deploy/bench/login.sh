@@ -12,7 +12,7 @@ cd "$ROOT"
 . "$ROOT/deploy/lib/postgres.sh"
 DURATION="${DURATION:-15}"; CONNECTIONS="${CONNECTIONS:-16}"; USERS="${USERS:-32}"
 
-command -v wrk >/dev/null || { [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+command -v wrk >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
 echo "building release..." >&2
 swift build -c release --product cosyncauth >&2

@@ -143,12 +143,7 @@ public struct AppAdministration: Sendable {
 
     /// Newest first, keyset-paginated. The list omits `appToken` and `rawPublicKey` (GET one app for them).
     public func list(query: String?, limit: Int, cursor: String?) async throws -> Page {
-        let before = try cursor.map { text -> Int64 in
-            guard let id = Cursor.decodeInt(text) else {
-                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
-            }
-            return id
-        }
+        let before = try Cursor.intOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AppStore.listApps(db, namePrefix: query, before: before, limit: limit + 1, logger: logger)
         }
@@ -317,6 +312,22 @@ public enum Cursor {
         return Int64(s.dropFirst(2))
     }
     public static func encode(text: String) -> String { Base64URL.encode(Array("s:\(text)".utf8)) }
+
+    static let invalid = AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
+
+    /// The id of an optional cursor; a cursor this server did not issue is a 400.
+    static func intOrNil(_ text: String?) throws -> Int64? {
+        guard let text else { return nil }
+        guard let id = decodeInt(text) else { throw invalid }
+        return id
+    }
+
+    /// The text of an optional cursor; a cursor this server did not issue is a 400.
+    static func textOrNil(_ text: String?) throws -> String? {
+        guard let text else { return nil }
+        guard let value = decodeText(text) else { throw invalid }
+        return value
+    }
     public static func decodeText(_ text: String) -> String? {
         guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("s:") else {
             return nil

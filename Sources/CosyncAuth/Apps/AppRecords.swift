@@ -19,10 +19,10 @@ public struct AppRecords: Sendable {
 
     public func pending(_ kind: AppRecordStore.Kind, appId: String, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.PendingRecord> {
         let app = try await apps.row(appId: appId)
-        let before = try cursor.map { text -> (Date, UUID) in
-            guard let raw = Cursor.decodeText(text), let bar = raw.firstIndex(of: "|"),
-                let micros = Int64(raw[..<bar]), let id = UUID(uuidString: String(raw[raw.index(after: bar)...]))
-            else { throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued") }
+        let before = try Cursor.textOrNil(cursor).map { raw -> (Date, UUID) in
+            guard let bar = raw.firstIndex(of: "|"), let micros = Int64(raw[..<bar]),
+                let id = UUID(uuidString: String(raw[raw.index(after: bar)...]))
+            else { throw Cursor.invalid }
             return (Date(timeIntervalSince1970: Double(micros) / 1_000_000), id)
         }
         let rows = try await client.withConnection { db in
@@ -138,12 +138,7 @@ public struct AppRecords: Sendable {
 
     public func messages(appId: String, to: String?, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.Message> {
         let app = try await apps.row(appId: appId)
-        let before = try cursor.map { text -> Int64 in
-            guard let id = Cursor.decodeInt(text) else {
-                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
-            }
-            return id
-        }
+        let before = try Cursor.intOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AppRecordStore.messages(db, appRef: app.ref, to: to, before: before, limit: limit + 1, logger: logger)
         }
@@ -153,12 +148,7 @@ public struct AppRecords: Sendable {
 
     public func logs(appId: String, limit: Int, cursor: String?) async throws -> Page<AuditLog.Entry> {
         let app = try await apps.row(appId: appId)
-        let before = try cursor.map { text -> Int64 in
-            guard let id = Cursor.decodeInt(text) else {
-                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
-            }
-            return id
-        }
+        let before = try Cursor.intOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AuditLog.list(db, appRef: app.ref, before: before, limit: limit + 1, logger: logger)
         }

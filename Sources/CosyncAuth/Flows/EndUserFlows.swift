@@ -75,7 +75,9 @@ public struct EndUserFlows: Sendable {
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)
         }) else { throw whenNoUser }
-        guard user.tokenVersion == claims.ver else { throw EndUserError.invalidAccessToken }
+        guard user.id.uuidString.lowercased() == claims.uid, user.tokenVersion == claims.ver else {
+            throw EndUserError.invalidAccessToken
+        }
         return (app, user)
     }
 
@@ -103,9 +105,7 @@ public struct EndUserFlows: Sendable {
             throw jwtFailure
         }
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
-        let access = try await tokens.accessToken(
-            handle: user.handle, appId: app.appId, tokenVersion: user.tokenVersion,
-            userJWTExpirationHours: app.settings.userJWTExpiration)
+        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: app.settings.userJWTExpiration)
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }
 

@@ -14,14 +14,16 @@ struct ClaimSet: JWTPayload {
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
-/// The access token: the legacy shape `{handle, appId, scope:"user", iat}` plus `exp` and `ver`, the
-/// user's token version, so that a password change, a suspension or a deletion revokes it.
+/// The access token: the legacy shape `{handle, appId, scope:"user", iat}` plus `exp`, `uid` (the
+/// user's id) and `ver` (the user's token version), so that a password change or reset, a suspension,
+/// or deleting the account (even if the handle signs up again) revokes it.
 public struct AccessTokenClaims: JWTPayload, Equatable {
     public var handle: String
     public var appId: String
     public var scope: String
     public var iat: Int
     public var exp: Int
+    public var uid: String
     public var ver: Int
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
@@ -91,11 +93,13 @@ public actor TokenIssuer {
         return try await signingKeys(appRef: appRef).sign(ClaimSet(all))
     }
 
-    public func accessToken(handle: String, appId: String, tokenVersion: Int, userJWTExpirationHours: Int) async throws -> String {
+    public func accessToken(user: User, appId: String, userJWTExpirationHours: Int) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         let lifetime = max(accessTokenLifetime, Double(userJWTExpirationHours) * 3600)
         return try await serverKeys.sign(
-            AccessTokenClaims(handle: handle, appId: appId, scope: "user", iat: now, exp: now + Int(lifetime), ver: tokenVersion))
+            AccessTokenClaims(
+                handle: user.handle, appId: appId, scope: "user", iat: now, exp: now + Int(lifetime),
+                uid: user.id.uuidString.lowercased(), ver: user.tokenVersion))
     }
 
     public func verifyAccessToken(_ token: String) async -> AccessTokenClaims? {

@@ -57,12 +57,7 @@ public struct UserAdministration: Sendable {
 
     public func list(appId: String, query: String?, limit: Int, cursor: String?) async throws -> Page {
         let app = try await apps.row(appId: appId)
-        let after = try cursor.map { text -> String in
-            guard let handle = Cursor.decodeText(text) else {
-                throw AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
-            }
-            return handle
-        }
+        let after = try Cursor.textOrNil(cursor)
         let users = try await client.withConnection { db in
             try await UserStore.list(db, appRef: app.ref, query: query, after: after, limit: limit + 1, logger: logger)
         }
