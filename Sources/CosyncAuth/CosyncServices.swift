@@ -33,6 +33,7 @@ public struct CosyncServices: Sendable {
         let flows = EndUserFlows(
             client: client, apps: apps, tokens: tokens, hasher: hasher,
             outbox: Outbox(defaultSender: configuration.emailFrom, publicURL: configuration.publicURL),
+            social: SocialTokenVerifier(providers: configuration.social, logger: logger),
             settings: configuration.flows, logger: logger)
         let services = CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
@@ -46,8 +47,9 @@ public struct CosyncServices: Sendable {
         let log = LogTransport(logger: logger)
         let email: any EmailTransport = configuration.emailTransport == "sendgrid"
             ? SendGridTransport(baseURL: configuration.sendGridBaseURL, apiKey: configuration.sendGridAPIKey) : log
+        let sms: any SMSTransport = configuration.smsTransport == "twilio" ? TwilioTransport(baseURL: configuration.twilioBaseURL) : log
         return DeliveryWorker(
-            client: client, box: configuration.secretBox, email: email, sms: log, logger: logger,
+            client: client, box: configuration.secretBox, email: email, sms: sms, logger: logger,
             pollInterval: pollInterval ?? configuration.courierPollInterval)
     }
 

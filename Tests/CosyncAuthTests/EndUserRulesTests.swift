@@ -231,7 +231,8 @@ struct EndUserRulesTests {
     @Test("login with a second factor answers only a login-token; phone mode queues the SMS")
     func secondFactor() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let (sdk, appId) = try await makeApp(api, ["signupFlow": .string("none"), "twoFactorVerification": .string("google")])
+            let (sdk, appId) = try await makeApp(
+                api, ["signupFlow": .string("none"), "twoFactorVerification": .string("google")].merging(TwilioAccount.settings) { $1 })
             let handle = Self.unique("tfa")
             #expect(try await sdk.post("/api/appuser/signup", [("handle", handle), ("password", SDK.md5("pw"))]).status == .ok)
             try await sql("UPDATE users SET two_factor_google = true WHERE lower(handle) = lower(\(handle))")

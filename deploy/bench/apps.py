@@ -33,6 +33,8 @@ def main():
     p.add_argument("--token", required=True)
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--measure-only", action="store_true",
+                   help="create nothing: time reads and list pages on the apps already there (run on a quiet machine)")
     a = p.parse_args()
     base = a.url.rstrip("/")
     run = f"bench-{int(time.time())}"
@@ -54,6 +56,20 @@ def main():
             cursor = page.get("nextCursor") or cursor
         deep = timed(lambda: call(f"{base}/admin/v1/apps?limit=50&cursor={cursor}", a.token), 50)
         return first, deep
+
+    if a.measure_only:
+        ids, cursor = [], None
+        while True:
+            page = call(f"{base}/admin/v1/apps?limit=200" + (f"&cursor={cursor}" if cursor else ""), a.token)
+            ids += [app["appId"] for app in page.get("apps", [])]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        read = read_figures(ids)
+        first, deep = list_figures()
+        print(f"read one app, {len(ids):>5} apps: median {read[0]:.2f} ms, p95 {read[1]:.2f} ms")
+        print(f"list page 1 (50), {len(ids):>5} apps: median {first[0]:.2f} ms; page 21: {deep[0]:.2f} ms")
+        return
 
     early_n = min(200, a.count)
     ids = []

@@ -34,6 +34,9 @@ public struct AppSettings: Codable, Sendable, Equatable {
     public var jwtEnabled = false
     public var emailExtension = false
     public var emailExtensionSenderEmail = ""
+    /// SMS the app may queue per UTC day (phone verification and SMS login codes); beyond it the
+    /// request fails and nothing is sent. A guard against SMS pumping fraud.
+    public var smsDailyLimit = 200
 
     public init() {}
 
@@ -42,7 +45,7 @@ public struct AppSettings: Codable, Sendable, Equatable {
         case passwordMinLower, passwordMinDigit, passwordMinSpecial, twoFactorVerification, anonymousLoginEnabled
         case userNamesEnabled, appleLoginEnabled, appleBundleId, googleLoginEnabled, googleClientId, googleAppName
         case locales, metaData, metaDataInvite, metaDataEmail, userJWTExpiration, realmAppId, appData
-        case maxLoginAttempts, handle, jwtEnabled, emailExtension, emailExtensionSenderEmail
+        case maxLoginAttempts, handle, jwtEnabled, emailExtension, emailExtensionSenderEmail, smsDailyLimit
     }
 
     public init(from decoder: any Decoder) throws {
@@ -80,6 +83,7 @@ public struct AppSettings: Codable, Sendable, Equatable {
         jwtEnabled = try value(.jwtEnabled, d.jwtEnabled)
         emailExtension = try value(.emailExtension, d.emailExtension)
         emailExtensionSenderEmail = try value(.emailExtensionSenderEmail, d.emailExtensionSenderEmail)
+        smsDailyLimit = try value(.smsDailyLimit, d.smsDailyLimit)
     }
 }
 

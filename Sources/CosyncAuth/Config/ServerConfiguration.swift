@@ -22,6 +22,11 @@ public struct ServerConfiguration: Sendable {
     /// Behind a trusted reverse proxy: the header carrying the client address (e.g. X-Forwarded-For;
     /// its last entry, the one the proxy appended, is used). Unset: the TCP peer address.
     public var clientIPHeader: String? = nil
+    /// `log` (development) or `twilio`.
+    public var smsTransport: String = "log"
+    public var twilioBaseURL: String = "https://api.twilio.com"
+    /// Where Apple and Google publish their ID-token keys, and the issuers their tokens carry.
+    public var social = SocialProviders()
     /// How often an idle delivery worker looks for due outbox rows.
     public var courierPollInterval: Duration = .milliseconds(500)
 
@@ -102,6 +107,29 @@ public struct ServerConfiguration: Sendable {
             }
             sendGridBaseURL = base
         }
+        smsTransport = value("COSYNC_SMS_TRANSPORT") ?? "log"
+        guard ["log", "twilio"].contains(smsTransport) else {
+            throw ConfigurationError("COSYNC_SMS_TRANSPORT", "must be log or twilio")
+        }
+        flows.smsNeedsProviderCredentials = smsTransport == "twilio"
+        func httpURL(_ name: String) throws -> String? {
+            guard let text = value(name) else { return nil }
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(name, "must be an http(s) URL")
+            }
+            return text
+        }
+        if let base = try httpURL("COSYNC_TWILIO_BASE_URL") { twilioBaseURL = base }
+        if let url = try httpURL("COSYNC_APPLE_JWKS_URL") { social.apple.jwksURL = url }
+        if let url = try httpURL("COSYNC_GOOGLE_JWKS_URL") { social.google.jwksURL = url }
+        func issuers(_ name: String) throws -> [String]? {
+            guard let text = value(name) else { return nil }
+            let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !list.isEmpty else { throw ConfigurationError(name, "must list at least one issuer") }
+            return list
+        }
+        if let list = try issuers("COSYNC_APPLE_ISSUER") { social.apple.issuers = list }
+        if let list = try issuers("COSYNC_GOOGLE_ISSUERS") { social.google.issuers = list }
         if emailTransport == "sendgrid" && sendGridAPIKey == nil {
             throw ConfigurationError("COSYNC_SENDGRID_API_KEY", "is required when COSYNC_EMAIL_TRANSPORT=sendgrid")
         }
@@ -122,6 +150,8 @@ public struct ServerConfiguration: Sendable {
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
         if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }
         if let minutes = try number("COSYNC_RESET_CODE_MINUTES", 5...10080) { flows.resetCodeLifetime = minutes * 60 }
+        if let minutes = try number("COSYNC_PHONE_CODE_MINUTES", 5...1440) { flows.phoneCodeLifetime = minutes * 60 }
+        if let seconds = try number("COSYNC_JWKS_MIN_REFETCH_SECONDS", 0...86400) { social.minimumRefetchInterval = .seconds(seconds) }
     }
 
     public static func parseBcryptCost(_ value: String?) throws -> Int {

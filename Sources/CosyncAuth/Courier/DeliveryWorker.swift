@@ -47,7 +47,7 @@ public struct DeliveryWorker: Service {
             let rows = try await db.query(
                 """
                 SELECT m.id, a.app_id, m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
-                       m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed
+                       m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
                 FROM messages m JOIN apps a ON a.id = m.app_ref
                 WHERE m.status = 'queued' AND m.next_attempt <= now()
                 ORDER BY m.id LIMIT \(batchSize)
@@ -56,10 +56,12 @@ public struct DeliveryWorker: Service {
             var batch: [(OutboundMessage, Int, AppSettings, Data?)] = []
             for try await row in rows {
                 let c = try row.decode(
-                    (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?).self)
+                    (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
+                     String?, Data?).self)
                 batch.append((
                     OutboundMessage(id: c.0, appId: c.1, channel: c.2, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
-                                    sender: c.8, senderName: c.9, replyTo: c.10), c.11, c.12, c.13))
+                                    sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
+                    c.11, c.12, c.13))
             }
             for (message, attempts, settings, sealed) in batch {
                 do {

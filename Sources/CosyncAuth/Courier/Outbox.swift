@@ -46,7 +46,7 @@ public struct Outbox: Sendable {
     /// (and `%APP_NAME%`, added here).
     public func email(
         _ db: PostgresConnection, app: AppRow, template name: String, locale: String, to: String,
-        values: [String: String], logger: Logger
+        values: [String: String], attachment: (name: String, data: [UInt8])? = nil, logger: Logger
     ) async throws {
         let template = try await Self.template(db, appRef: app.ref, name: name, locale: locale, logger: logger)
         var all = values
@@ -65,13 +65,20 @@ public struct Outbox: Sendable {
             : (settings.emailExtension && !settings.emailExtensionSenderEmail.isEmpty ? settings.emailExtensionSenderEmail : defaultSender)
         try await db.query(
             """
-            INSERT INTO messages (app_ref, channel, recipient, template, subject, body, html_body, sender, sender_name, reply_to)
-            VALUES (\(app.ref), 'email', \(to), \(name), \(subject), \(text), \(html), \(sender), \(app.name), \(template.replyTo))
+            INSERT INTO messages (app_ref, channel, recipient, template, subject, body, html_body, sender, sender_name, reply_to,
+                                  attachment_name, attachment_data)
+            VALUES (\(app.ref), 'email', \(to), \(name), \(subject), \(text), \(html), \(sender), \(app.name), \(template.replyTo),
+                    \(attachment?.name), \(attachment.map { Data($0.data) }))
             """, logger: logger)
     }
 
-    /// Queues an SMS from the app's `sms` template (its `html` field is the SMS text).
+    /// Queues an SMS from the app's `sms` template (its `html` field is the SMS text), counted against
+    /// the app's `smsDailyLimit` in the same transaction: over the limit it throws `smsLimitReached`
+    /// and the caller's transaction (and so the SMS) is rolled back.
     public func sms(_ db: PostgresConnection, app: AppRow, locale: String, to: String, values: [String: String], logger: Logger) async throws {
+        guard try await SecondFactorStore.takeSMSQuota(db, appRef: app.ref, dailyLimit: app.settings.smsDailyLimit, logger: logger) else {
+            throw EndUserError.smsLimitReached
+        }
         let template = try await Self.template(db, appRef: app.ref, name: "sms", locale: locale, logger: logger)
         var all = values
         all["APP_NAME"] = app.name

@@ -16,6 +16,8 @@ public struct OutboundMessage: Sendable {
     public let sender: String
     public let senderName: String
     public let replyTo: String
+    public var attachmentName: String? = nil
+    public var attachmentData: Data? = nil
 }
 
 public struct DeliveryError: Error, CustomStringConvertible {
@@ -76,6 +78,15 @@ public struct SendGridTransport: EmailTransport {
             ]),
         ]
         if !message.replyTo.isEmpty { payload["reply_to"] = .object(["email": .string(message.replyTo)]) }
+        if let name = message.attachmentName, let data = message.attachmentData {
+            payload["attachments"] = .array([
+                .object([
+                    "content": .string(data.base64EncodedString()), "filename": .string(name),
+                    "type": .string(name.hasSuffix(".png") ? "image/png" : "application/octet-stream"),
+                    "disposition": .string("attachment"),
+                ])
+            ])
+        }
         var request = HTTPClientRequest(url: "\(baseURL)/v3/mail/send")
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(key)")
@@ -86,6 +97,55 @@ public struct SendGridTransport: EmailTransport {
         guard (200..<300).contains(Int(response.status.code)) else {
             let code = Int(response.status.code)
             throw DeliveryError(description: "SendGrid answered HTTP \(code)", retryable: code == 429 || code >= 500)
+        }
+    }
+}
+
+/// Twilio Messages API: `POST {base}/2010-04-01/Accounts/{AccountSid}/Messages.json`, form-encoded
+/// `To`, `From`, `Body`, HTTP Basic with the app's AccountSid and auth token. The base URL is
+/// configurable (tests point it at a fake receiver).
+public struct TwilioTransport: SMSTransport {
+    let http: HTTPClient
+    let baseURL: String
+
+    public init(http: HTTPClient = .shared, baseURL: String) {
+        self.http = http
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    }
+
+    /// The app's credentials are complete enough to send.
+    public static func canSend(with credentials: ProviderCredentials) -> Bool {
+        !(credentials.TWILIOAccountSid ?? "").isEmpty && !(credentials.TWILIOToken ?? "").isEmpty
+            && !(credentials.TWILIOPhoneNumber ?? "").isEmpty
+    }
+
+    static let formValueCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+
+    static func form(_ pairs: [(String, String)]) -> String {
+        pairs.map { key, value in
+            "\(key)=\(value.addingPercentEncoding(withAllowedCharacters: formValueCharacters) ?? "")"
+        }.joined(separator: "&")
+    }
+
+    public func send(_ message: OutboundMessage, credentials: ProviderCredentials) async throws {
+        guard Self.canSend(with: credentials), let sid = credentials.TWILIOAccountSid, let token = credentials.TWILIOToken,
+            let from = credentials.TWILIOPhoneNumber
+        else {
+            throw DeliveryError(description: "the app has no complete Twilio credentials", retryable: false)
+        }
+        guard let account = sid.addingPercentEncoding(withAllowedCharacters: Self.formValueCharacters) else {
+            throw DeliveryError(description: "the Twilio AccountSid is not usable in a URL", retryable: false)
+        }
+        var request = HTTPClientRequest(url: "\(baseURL)/2010-04-01/Accounts/\(account)/Messages.json")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Basic \(Data("\(sid):\(token)".utf8).base64EncodedString())")
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: Self.form([("To", message.to), ("From", from), ("Body", message.text)])))
+        let response = try await http.execute(request, timeout: .seconds(15))
+        _ = try? await response.body.collect(upTo: 64 * 1024)
+        guard (200..<300).contains(Int(response.status.code)) else {
+            let code = Int(response.status.code)
+            throw DeliveryError(description: "Twilio answered HTTP \(code)", retryable: code == 429 || code >= 500)
         }
     }
 }

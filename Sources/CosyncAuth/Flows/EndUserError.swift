@@ -19,6 +19,7 @@ public enum EndUserError: Error, Equatable, Sendable {
     case appleLoginDisabled         // 415
     case googleLoginDisabled        // 416
     case internalError              // 500
+    case smsLimitReached            // 500: the app's smsDailyLimit is used up; nothing was sent
     case invalidCredentials         // 600 (also while a login is locked out)
     case handleAlreadyRegistered    // 601
     case invalidData                // 602

@@ -7,7 +7,13 @@ public struct FlowSettings: Sendable {
     public var signupCodeLifetime: Int = 24 * 3600
     public var inviteCodeLifetime: Int = 24 * 3600
     public var resetCodeLifetime: Int = 3600
+    /// Life of a login-token and of its SMS code (§7.4).
     public var loginCodeLifetime: Int = 600
+    /// Life of a phone-verification code.
+    public var phoneCodeLifetime: Int = 30 * 60
+    /// True with the twilio SMS transport: an app without Twilio credentials cannot send SMS, so
+    /// the requests that would send one fail up front (E500) and change nothing.
+    public var smsNeedsProviderCredentials = false
     public var maxCodeAttempts: Int = 5
     /// Failed-login counters reset after this long without a failure.
     public var throttleWindow: Int = 15 * 60
@@ -38,19 +44,21 @@ public struct EndUserFlows: Sendable {
     public let tokens: TokenIssuer
     public let hasher: PasswordHasher
     public let outbox: Outbox
+    public let social: SocialTokenVerifier
     public let settings: FlowSettings
     public let logger: Logger
     var box: SecretBox { apps.box }
 
     public init(
         client: PostgresClient, apps: AppAdministration, tokens: TokenIssuer, hasher: PasswordHasher, outbox: Outbox,
-        settings: FlowSettings, logger: Logger
+        social: SocialTokenVerifier, settings: FlowSettings, logger: Logger
     ) {
         self.client = client
         self.apps = apps
         self.tokens = tokens
         self.hasher = hasher
         self.outbox = outbox
+        self.social = social
         self.settings = settings
         self.logger = logger
     }

@@ -40,9 +40,10 @@ public enum EndUserStore {
             try await db.query(
                 """
                 UPDATE users SET password_hash = \(hash), token_version = token_version + 1, two_factor_phone = false,
-                    two_factor_google = false, totp_secret_sealed = NULL, login_code_sealed = NULL, updated_at = now()
+                    two_factor_google = false, totp_secret_sealed = NULL, totp_last_step = 0, updated_at = now()
                 WHERE id = \(userId)
                 """, logger: logger)
+            try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId)", logger: logger)
         } else {
             try await db.query(
                 "UPDATE users SET password_hash = \(hash), token_version = token_version + 1, updated_at = now() WHERE id = \(userId)",
@@ -243,17 +244,6 @@ public enum EndUserStore {
 
     static func deleteResetCodes(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
         try await db.query("DELETE FROM reset_codes WHERE user_id = \(userId)", logger: logger)
-    }
-
-    // MARK: SMS login codes
-
-    static func setLoginCode(_ db: PostgresConnection, userId: UUID, codeSealed: Data, lifetimeSeconds: Int, logger: Logger) async throws {
-        try await db.query(
-            """
-            UPDATE users SET login_code_sealed = \(codeSealed), login_code_attempts = 0,
-                login_code_expires = now() + make_interval(secs => \(lifetimeSeconds)::int)
-            WHERE id = \(userId)
-            """, logger: logger)
     }
 
     // MARK: login throttling

@@ -106,10 +106,12 @@ public actor TokenIssuer {
         try? await serverKeys.verify(token, as: AccessTokenClaims.self)
     }
 
-    public func loginToken(handle: String, appId: String) async throws -> String {
+    /// The login-token (§7.4): `{handle, appId, scope:"login", iat, exp: iat+600, jti}`, where `jti`
+    /// names the login challenge that makes it single-use.
+    public func loginToken(handle: String, appId: String, challenge: UUID) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         return try await serverKeys.sign(
-            LoginTokenClaims(handle: handle, appId: appId, scope: "login", iat: now, exp: now + 600, jti: Secrets.hexIdentifier()))
+            LoginTokenClaims(handle: handle, appId: appId, scope: "login", iat: now, exp: now + 600, jti: challenge.uuidString.lowercased()))
     }
 
     public func verifyLoginToken(_ token: String) async -> LoginTokenClaims? {

@@ -99,6 +99,7 @@ enum OpenAPIDocument {
         }
         p["userJWTExpiration"] = type("integer", ["minimum": .int(1), "maximum": .int(8760)])
         p["maxLoginAttempts"] = type("integer", ["minimum": .int(1), "maximum": .int(1000)])
+        p["smsDailyLimit"] = type("integer", ["minimum": .int(0), "maximum": .int(1_000_000)])
         p["name"] = type("string", ["minLength": .int(1), "maxLength": .int(AppState.maxNameLength)])
         p["status"] = type("string", ["enum": .array(AppState.Status.allCases.map { .string($0.rawValue) })])
         p["signupFlow"] = type("string", ["enum": .array(AppSettings.SignupFlow.allCases.map { .string($0.rawValue) })])

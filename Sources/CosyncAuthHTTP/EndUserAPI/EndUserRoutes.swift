@@ -14,7 +14,9 @@ struct EndUserRoutes {
     static let names = [
         "getApplication", "login", "loginAnonymous", "signup", "completeSignup", "invite", "register",
         "forgotPassword", "resetPassword", "changePassword", "getUser", "setUserMetadata", "setUserName",
-        "userNameAvailable", "setLocale", "deleteAccount",
+        "userNameAvailable", "setLocale", "deleteAccount", "loginComplete", "socialLogin", "socialSignup", "setPhone",
+        "verifyPhone", "setTwoFactorPhoneVerification", "setTwoFactorGoogleVerification", "appleLogin", "googleLogin",
+        "appleSignup", "googleSignup",
     ]
 
     func register(on router: Router<ServerRequestContext>) {
@@ -35,6 +37,17 @@ struct EndUserRoutes {
         api.get("userNameAvailable", use: userNameAvailable)
         api.post("setLocale", use: setLocale)
         api.post("deleteAccount", use: deleteAccount)
+        api.post("loginComplete", use: loginComplete)
+        api.post("socialLogin", use: { try await socialLogin($0, $1, provider: nil) })
+        api.post("appleLogin", use: { try await socialLogin($0, $1, provider: .apple) })
+        api.post("googleLogin", use: { try await socialLogin($0, $1, provider: .google) })
+        api.post("socialSignup", use: { try await socialSignup($0, $1, provider: nil) })
+        api.post("appleSignup", use: { try await socialSignup($0, $1, provider: .apple) })
+        api.post("googleSignup", use: { try await socialSignup($0, $1, provider: .google) })
+        api.post("setPhone", use: setPhone)
+        api.post("verifyPhone", use: verifyPhone)
+        api.post("setTwoFactorPhoneVerification", use: setTwoFactorPhoneVerification)
+        api.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
     }
 
     // MARK: request parts
@@ -194,6 +207,43 @@ struct EndUserRoutes {
     @Sendable func deleteAccount(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try await flows.deleteAccount(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
         return Self.trueBody()
+    }
+
+    @Sendable func loginComplete(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        Self.tokens(try await flows.loginComplete(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
+    }
+
+    func socialLogin(_ request: Request, _ context: ServerRequestContext, provider: SocialProvider?) async throws -> Response {
+        let fields = try await Self.fields(request, context: context)
+        return Self.tokens(try await flows.socialLogin(appToken: Self.appToken(request), fields: fields, provider: provider))
+    }
+
+    func socialSignup(_ request: Request, _ context: ServerRequestContext, provider: SocialProvider?) async throws -> Response {
+        let fields = try await Self.fields(request, context: context)
+        return Self.tokens(try await flows.socialSignup(appToken: Self.appToken(request), fields: fields, provider: provider))
+    }
+
+    @Sendable func setPhone(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.setPhone(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func verifyPhone(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.verifyPhone(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func setTwoFactorPhoneVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try await flows.setTwoFactorPhoneVerification(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
+        return Self.trueBody()
+    }
+
+    @Sendable func setTwoFactorGoogleVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let fields = try await Self.fields(request, context: context)
+        guard let setup = try await flows.setTwoFactorGoogleVerification(accessToken: Self.accessToken(request), fields: fields) else {
+            return Self.trueBody()
+        }
+        return JSONBody.response(["googleSecretKey": .string(setup.googleSecretKey), "QRDataImage": .string(setup.qrDataImage)])
     }
 }
 

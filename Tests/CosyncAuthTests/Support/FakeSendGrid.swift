@@ -14,6 +14,8 @@ actor FakeSendGrid {
         let text: String
         let html: String
         let authorization: String
+        /// (filename, type, base64 content) of each attachment.
+        var attachments: [(name: String, type: String, content: String)] = []
     }
 
     private(set) var mails: [Mail] = []
@@ -47,23 +49,16 @@ actor FakeSendGrid {
                 contents.first(where: { $0["type"]?.stringValue == type })?["value"]?.stringValue ?? ""
             }
             let to = json["personalizations"]?.arrayValue?.first?["to"]?.arrayValue?.first?["email"]?.stringValue ?? ""
+            let attachments = (json["attachments"]?.arrayValue ?? []).map {
+                (name: $0["filename"]?.stringValue ?? "", type: $0["type"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
+            }
             await fake.record(Mail(
                 to: to, from: json["from"]?["email"]?.stringValue ?? "", subject: json["subject"]?.stringValue ?? "",
                 text: content("text/plain"), html: content("text/html"),
-                authorization: request.headers[.authorization] ?? ""))
+                authorization: request.headers[.authorization] ?? "", attachments: attachments))
             return Response(status: .accepted)
         }
-        var logger = Logger(label: "fake-sendgrid")
-        logger.logLevel = .error
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        Task.detached { try? await app.runService(gracefulShutdownSignals: []) }
-        for await port in stream {
-            await fake.setPort(port)
-            break
-        }
+        await fake.setPort(try await startFakeServer(router, label: "fake-sendgrid"))
         return fake
     }
 }

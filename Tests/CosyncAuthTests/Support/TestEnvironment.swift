@@ -17,6 +17,9 @@ enum TestEnvironment {
     /// The fake SendGrid every e-mail of the test run goes to.
     static let sendGrid = Task<FakeSendGrid, any Error> { try await FakeSendGrid.start() }
     static let sendGridKey = "SG.test-" + Secrets.hexIdentifier()
+    /// The fake Twilio every SMS goes to, and the fake Apple/Google key endpoints.
+    static let twilio = Task<FakeTwilio, any Error> { try await FakeTwilio.start() }
+    static let identityProviders = Task<FakeIdentityProviders, any Error> { try await FakeIdentityProviders.start() }
 
     static let shared = Task<CosyncServices, any Error> {
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
@@ -29,9 +32,14 @@ enum TestEnvironment {
             publicURL: "http://localhost:8080", bcryptCost: 10, databaseMaxConnections: 30)
         var settings = base
         let fake = try await sendGrid.value
+        let sms = try await twilio.value
+        let idp = try await identityProviders.value
         try settings.readDeliverySettings([
             "COSYNC_EMAIL_TRANSPORT": "sendgrid", "COSYNC_SENDGRID_BASE_URL": "http://127.0.0.1:\(await fake.port)",
             "COSYNC_SENDGRID_API_KEY": sendGridKey, "COSYNC_EMAIL_FROM": "auth@cosync.test",
+            "COSYNC_SMS_TRANSPORT": "twilio", "COSYNC_TWILIO_BASE_URL": "http://127.0.0.1:\(await sms.port)",
+            "COSYNC_APPLE_JWKS_URL": await idp.appleURL, "COSYNC_GOOGLE_JWKS_URL": await idp.googleURL,
+            "COSYNC_JWKS_MIN_REFETCH_SECONDS": "0",
         ])
         let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)

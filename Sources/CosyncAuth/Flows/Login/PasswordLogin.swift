@@ -39,23 +39,35 @@ extension EndUserFlows {
         return try await completeFirstFactor(app: app, user: user)
     }
 
-    /// After the password: either a second factor (§6.3) or the tokens.
+    /// After the password: either a second factor (§6.3) or the tokens. A second factor opens a
+    /// login challenge (the login-token's `jti`); in phone mode its SMS code is queued in the same
+    /// transaction.
     func completeFirstFactor(app: AppRow, user: User) async throws -> LoginOutcome {
         let mode = app.settings.twoFactorVerification
         let needsSecond = (mode != .none && user.twoFactorGoogle) || (user.twoFactorPhone && user.phoneVerified)
-        if needsSecond && mode == .phone && user.twoFactorPhone, let phone = user.phone {
+        if needsSecond && mode == .phone && user.twoFactorPhone && user.phoneVerified, let phone = user.phone {
+            try await requireSMSCapability(app)
+            let challenge = UUID()
             let code = Secrets.numericCode()
-            let sealed = try sealCode(code, purpose: "login-code:\(user.id)")
+            let sealed = try sealCode(code, purpose: "login-challenge:\(challenge)")
             try await client.transaction(logger: logger) { db in
-                try await EndUserStore.setLoginCode(db, userId: user.id, codeSealed: sealed, lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
+                try await SecondFactorStore.insertChallenge(
+                    db, id: challenge, appRef: app.ref, userId: user.id, factor: "phone", codeSealed: sealed,
+                    lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
                 try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle], logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("phone")])
             }
-            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId))
+            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
         }
         if needsSecond && mode == .google && user.twoFactorGoogle {
-            await audit(app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("google")])
-            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId))
+            let challenge = UUID()
+            try await client.transaction(logger: logger) { db in
+                try await SecondFactorStore.insertChallenge(
+                    db, id: challenge, appRef: app.ref, userId: user.id, factor: "google", codeSealed: nil,
+                    lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("google")])
+            }
+            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
         }
         let issued = try await issueTokens(app: app, user: user)
         try await client.withConnection { db in

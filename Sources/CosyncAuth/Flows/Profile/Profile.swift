@@ -79,10 +79,10 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST deleteAccount` (§5.24), password mode. Token mode (social accounts) verifies the provider
-    /// token; see `SocialTokenVerifier`. Deleting the user also deletes its reset codes (cascade) and
+    /// `POST deleteAccount` (§5.24): password mode, or token mode for social accounts (the provider
+    /// token must verify and name the user's own provider account). Deleting the user also deletes its reset codes (cascade) and
     /// so revokes its access tokens (the user no longer exists).
-    public func deleteAccount(accessToken: String?, fields: Fields, verifySocialToken: (@Sendable (AppRow, User, String) async throws -> Bool)? = nil) async throws {
+    public func deleteAccount(accessToken: String?, fields: Fields) async throws {
         let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
         let handleField = fields["handle"], password = fields["password"], socialToken = fields["token"]
         guard handleField != nil || password != nil || socialToken != nil else { throw EndUserError.missingParameter }
@@ -98,8 +98,10 @@ extension EndUserFlows {
                 throw EndUserError.invalidCredentials
             }
         } else if let socialToken {
-            guard ["apple", "google"].contains(user.loginProvider), let verifySocialToken else { throw EndUserError.invalidData }
-            guard try await verifySocialToken(app, user, socialToken) else { throw EndUserError.invalidSocialToken }
+            guard try await verifyOwnSocialToken(app: app, user: user, token: socialToken) else {
+                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("invalid provider token")])
+                throw EndUserError.invalidSocialToken
+            }
         } else {
             throw EndUserError.invalidData
         }
