@@ -40,6 +40,9 @@ CREATE TABLE sms_daily_usage (
     PRIMARY KEY (app_ref, day)
 );
 
+-- Per-number SMS rate limit.
+CREATE INDEX messages_sms_recipient ON messages (app_ref, recipient, created_at) WHERE channel = 'sms';
+
 -- An e-mail may carry one attachment (the TOTP QR code PNG).
 ALTER TABLE messages
     ADD COLUMN attachment_name text,

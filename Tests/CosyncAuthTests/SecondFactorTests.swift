@@ -191,6 +191,14 @@ struct SecondFactorTests {
             #expect(await twilio.messages(to: numbers[2]).isEmpty)
             #expect(try await count("SELECT count(*)::int FROM messages m JOIN apps a ON a.id = m.app_ref WHERE a.app_id = \(appId) AND m.channel = 'sms'") == 2)
 
+            // One number gets at most 5 SMS an hour, whatever the app's daily limit.
+            let (roomy, _) = try await makeApp(
+                api, ["signupFlow": .string("none"), "twoFactorVerification": .string("phone")].merging(TwilioAccount.settings) { $1 })
+            let roomyAccess = try await member(roomy, Self.unique("rate"))
+            let target = Self.phone()
+            for _ in 0..<5 { #expect(try await roomy.post("/api/appuser/setPhone", [("phone", target)], accessToken: roomyAccess).text == "true") }
+            #expect(code(try await roomy.post("/api/appuser/setPhone", [("phone", target)], accessToken: roomyAccess)) == 500)
+
             // Without Twilio credentials nothing is stored and nothing queued.
             let (bare, bareId) = try await makeApp(api, ["signupFlow": .string("none"), "twoFactorVerification": .string("phone")])
             let bareAccess = try await member(bare, Self.unique("bare"))
@@ -227,6 +235,14 @@ struct SecondFactorTests {
             #expect(mail.attachments.count == 1 && mail.attachments.first?.name == "QRCode.png" && mail.attachments.first?.type == "image/png")
             #expect(Data(base64Encoded: mail.attachments.first?.content ?? "") == png)
 
+            // Once sent, the outbox keeps only the envelope of that e-mail.
+            var redacted = false
+            for _ in 0..<100 where !redacted {
+                redacted = try await count("SELECT count(*)::int FROM messages WHERE template = 'qrCode' AND recipient = \(handle) AND attachment_data IS NULL AND position(\(secret) in body) = 0") == 1
+                if !redacted { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(redacted)
+
             // The secret is sealed at rest.
             #expect(try await count("SELECT count(*)::int FROM users WHERE lower(handle) = \(handle) AND position(\(Data(secret.utf8)) in totp_secret_sealed) > 0") == 0)
 
@@ -255,6 +271,30 @@ struct SecondFactorTests {
             let logs = try await api.call(.get, "/admin/v1/apps/\(appId)/logs?limit=200").object["logs"]?.arrayValue ?? []
             let logged = Set(logs.compactMap { $0["action"]?.stringValue })
             #expect(logged.isSuperset(of: ["setTwoFactorGoogleVerification", "loginComplete"]))
+        }
+    }
+
+    @Test("wrong second-factor codes count per user across login-tokens and lock loginComplete")
+    func secondFactorLock() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none"), "twoFactorVerification": .string("google")])
+            let handle = Self.unique("lock")
+            let access = try await member(sdk, handle)
+            let key = try await sdk.post("//api/appuser/setTwoFactorGoogleVerification", [("twoFactor", "true")], accessToken: access).object.string("googleSecretKey")
+            let wrong = ReferenceTOTP.code(key: key, offsetSteps: 7)
+            for _ in 0..<2 {
+                let token = try await sdk.login(handle, "pw").object.string("login-token")
+                for _ in 0..<5 {
+                    #expect(code(try await sdk.post("/api/appuser/loginComplete", [("loginToken", token), ("code", wrong)])) == 600)
+                }
+            }
+            // Ten wrong codes over two tokens: a fresh token with the right code is refused for now.
+            let fresh = try await sdk.login(handle, "pw").object.string("login-token")
+            #expect(code(try await sdk.post("/api/appuser/loginComplete", [("loginToken", fresh), ("code", ReferenceTOTP.code(key: key))])) == 600)
+            // The lock is temporary: once it has passed, the right code works.
+            try await sql("UPDATE login_throttle SET locked_until = now() - interval '1 second' WHERE subject LIKE '2fa:%'")
+            let later = try await sdk.login(handle, "pw").object.string("login-token")
+            #expect(Set(try await sdk.post("/api/appuser/loginComplete", [("loginToken", later), ("code", ReferenceTOTP.code(key: key))]).object.keys) == ["jwt", "access-token"])
         }
     }
 

@@ -22,14 +22,16 @@ struct SocialLoginTests {
     /// An ID token of `provider` signed with its current key (or `key`/`kid` for forgeries).
     func idToken(
         _ provider: SocialProvider, email: String?, sub: String, aud: String? = nil, iss: String? = nil, expiresIn: Int = 600,
-        iat: Int? = Int(Date().timeIntervalSince1970), key: FakeIdentityProviders.Key? = nil, kid: String? = nil
+        iat: Int? = Int(Date().timeIntervalSince1970), key: FakeIdentityProviders.Key? = nil, kid: String? = nil,
+        emailVerified: Bool? = nil
     ) async throws -> String {
         let idp = try await TestEnvironment.identityProviders.value
         let signingKey = try #require(key == nil ? await idp.current(provider) : key)
         let now = Int(Date().timeIntervalSince1970)
         let claims = TestIDToken(
             iss: iss ?? (provider == .apple ? TestIDToken.appleIssuer : TestIDToken.googleIssuer),
-            aud: aud ?? (provider == .apple ? Self.bundleId : Self.googleClient), exp: now + expiresIn, iat: iat, sub: sub, email: email)
+            aud: aud ?? (provider == .apple ? Self.bundleId : Self.googleClient), exp: now + expiresIn, iat: iat, sub: sub, email: email,
+            email_verified: emailVerified)
         return try await TestIDToken.sign(claims, pem: signingKey.pem, kid: kid ?? signingKey.kid)
     }
 
@@ -115,6 +117,14 @@ struct SocialLoginTests {
             #expect(rotated.kid != appleKey.kid)
             let signup = try await sdk.post("/api/appuser/socialSignup", [("token", try await idToken(.apple, email: email, sub: sub)), ("provider", "apple"), ("handle", email)])
             #expect(Set(signup.object.keys) == ["jwt", "access-token"], "\(signup.text)")
+
+            // Same provider and e-mail but another provider account: refused, not logged in as this user.
+            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.apple, email: email, sub: "intruder")), ("provider", "apple")])) == 613)
+            // An e-mail the provider did not verify names no account.
+            let unverified = Self.unique("unv")
+            #expect(code(try await sdk.post("/api/appuser/socialSignup", [
+                ("token", try await idToken(.google, email: unverified, sub: "u1", emailVerified: false)), ("provider", "google"), ("handle", unverified),
+            ])) == 613)
 
             // Account-exists codes.
             let googleSameEmail = try await idToken(.google, email: email, sub: "g-\(sub)")

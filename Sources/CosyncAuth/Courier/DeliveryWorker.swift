@@ -31,6 +31,10 @@ public struct DeliveryWorker: Service {
         self.batchSize = batchSize
     }
 
+    /// Templates whose body is a long-lived secret (the TOTP key and its QR code): once sent, the
+    /// outbox keeps only the envelope.
+    static let redactedAfterSending: Set<String> = ["qrCode"]
+
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -77,6 +81,13 @@ public struct DeliveryWorker: Service {
                     try await db.query(
                         "UPDATE messages SET status = 'sent', attempts = attempts + 1, sent_at = now(), last_error = NULL WHERE id = \(message.id)",
                         logger: logger)
+                    if Self.redactedAfterSending.contains(message.template) {
+                        try await db.query(
+                            """
+                            UPDATE messages SET body = '[redacted after delivery]', html_body = '', attachment_data = NULL
+                            WHERE id = \(message.id)
+                            """, logger: logger)
+                    }
                 } catch {
                     let reason = (error as? DeliveryError)?.description ?? "\(type(of: error))"
                     let retryable = (error as? DeliveryError)?.retryable ?? true

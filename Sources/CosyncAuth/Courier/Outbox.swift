@@ -75,8 +75,14 @@ public struct Outbox: Sendable {
     /// Queues an SMS from the app's `sms` template (its `html` field is the SMS text), counted against
     /// the app's `smsDailyLimit` in the same transaction: over the limit it throws `smsLimitReached`
     /// and the caller's transaction (and so the SMS) is rolled back.
-    public func sms(_ db: PostgresConnection, app: AppRow, locale: String, to: String, values: [String: String], logger: Logger) async throws {
-        guard try await SecondFactorStore.takeSMSQuota(db, appRef: app.ref, dailyLimit: app.settings.smsDailyLimit, logger: logger) else {
+    /// One number gets at most `perNumberPerHour` SMS an hour, so one user cannot burn the app's quota.
+    public func sms(
+        _ db: PostgresConnection, app: AppRow, locale: String, to: String, values: [String: String], perNumberPerHour: Int,
+        logger: Logger
+    ) async throws {
+        guard try await SecondFactorStore.recentSMS(db, appRef: app.ref, to: to, logger: logger) < perNumberPerHour,
+            try await SecondFactorStore.takeSMSQuota(db, appRef: app.ref, dailyLimit: app.settings.smsDailyLimit, logger: logger)
+        else {
             throw EndUserError.smsLimitReached
         }
         let template = try await Self.template(db, appRef: app.ref, name: "sms", locale: locale, logger: logger)

@@ -19,6 +19,11 @@ public struct FlowSettings: Sendable {
     public var throttleWindow: Int = 15 * 60
     /// The longest a lockout lasts.
     public var maxLockout: Int = 15 * 60
+    /// Wrong second-factor codes of a user are counted over this window (across login-tokens);
+    /// from 2 × maxCodeAttempts on, loginComplete is locked like a login (30 s doubling, ≤ maxLockout).
+    public var secondFactorWindow: Int = 24 * 3600
+    /// SMS one phone number may receive per hour (on top of the app's smsDailyLimit).
+    public var smsPerNumberPerHour: Int = 5
     /// A client address may fail this many times more than one handle before it is locked.
     public var addressThresholdFactor: Int = 5
     public init() {}

@@ -46,11 +46,26 @@ struct ProviderClaims: JWTPayload {
     var iat: IssuedAtClaim?
     var sub: SubjectClaim
     var email: String?
+    /// Google sends a JSON boolean, Apple a string ("true"/"false").
+    var email_verified: FlexibleBool?
 
     /// Allows five minutes of clock skew either way.
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired(currentDate: Date().addingTimeInterval(-300))
         try nbf?.verifyNotBefore(currentDate: Date().addingTimeInterval(300))
+    }
+}
+
+/// A boolean claim that may come as `true` or `"true"`.
+struct FlexibleBool: Codable, Sendable {
+    let value: Bool
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let b = try? c.decode(Bool.self) { value = b } else { value = (try c.decode(String.self)).lowercased() == "true" }
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(value)
     }
 }
 
@@ -68,6 +83,7 @@ public actor SocialTokenVerifier {
     let providers: SocialProviders
     let logger: Logger
     var caches: [SocialProvider: Cache] = [:]
+    var lastAttempt: [SocialProvider: ContinuousClock.Instant] = [:]
 
     public init(http: HTTPClient = .shared, providers: SocialProviders, logger: Logger) {
         self.http = http
@@ -92,7 +108,9 @@ public actor SocialTokenVerifier {
             guard claims.aud.value.contains(where: { audiences.contains($0) }) else { throw Refusal.audience }
             if provider == .google && claims.iat == nil { throw Refusal.issuedAt }
             guard !claims.sub.value.isEmpty else { throw Refusal.subject }
-            let email = claims.email.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+            // An address the provider says it did not verify cannot name an account.
+            let verified = claims.email_verified?.value ?? true
+            let email = verified ? claims.email.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.flatMap { $0.isEmpty ? nil : $0 } : nil
             return SocialIdentity(subject: claims.sub.value, email: email)
         } catch {
             logger.debug("social token refused", metadata: ["provider": "\(provider.rawValue)", "reason": "\(error)"])
@@ -102,25 +120,44 @@ public actor SocialTokenVerifier {
 
     enum Refusal: Error { case issuer, audience, issuedAt, subject, unknownKey, fetch(String) }
 
-    /// The provider's keys, fetched when not cached or when `kid` is unknown (at most once per
-    /// `minimumRefetchInterval`).
+    /// The provider's keys: the cached set while it knows `kid` and is younger than `maximumCacheAge`;
+    /// otherwise fetched again, at most once per `minimumRefetchInterval` (attempts count, failed
+    /// ones too, and are recorded before the fetch so concurrent tokens share one). A failed fetch
+    /// keeps the old set.
     func keys(for provider: SocialProvider, kid: String) async throws -> JWTKeyCollection {
-        if let cache = caches[provider] {
-            if cache.kids.contains(kid) { return cache.keys }
-            if ContinuousClock.now - cache.fetchedAt < providers.minimumRefetchInterval { throw Refusal.unknownKey }
+        let cached = caches[provider]
+        if let cached, cached.kids.contains(kid), ContinuousClock.now - cached.fetchedAt < Self.maximumCacheAge {
+            return cached.keys
         }
-        let jwks = try await fetch(providers.settings(provider).jwksURL)
-        let keys = JWTKeyCollection()
-        var kids = Set<String>()
-        for jwk in jwks.keys {
-            guard let id = jwk.keyIdentifier?.string else { continue }
-            // A key this server cannot use (another type) is skipped, not fatal.
-            if (try? await keys.add(jwk: jwk)) != nil { kids.insert(id) }
+        if let last = lastAttempt[provider], ContinuousClock.now - last < providers.minimumRefetchInterval {
+            guard let cached, cached.kids.contains(kid) else { throw Refusal.unknownKey }
+            return cached.keys
         }
-        caches[provider] = Cache(keys: keys, kids: kids, fetchedAt: .now)
-        guard kids.contains(kid) else { throw Refusal.unknownKey }
-        return keys
+        lastAttempt[provider] = .now
+        do {
+            let jwks = try await fetch(providers.settings(provider).jwksURL)
+            let keys = JWTKeyCollection()
+            var kids = Set<String>()
+            for jwk in jwks.keys {
+                guard let id = jwk.keyIdentifier?.string else { continue }
+                // A key this server cannot use (another type) is skipped, not fatal.
+                if (try? await keys.add(jwk: jwk)) != nil { kids.insert(id) }
+            }
+            caches[provider] = Cache(keys: keys, kids: kids, fetchedAt: .now)
+            guard kids.contains(kid) else { throw Refusal.unknownKey }
+            return keys
+        } catch let refusal as Refusal {
+            throw refusal
+        } catch {
+            logger.warning("could not fetch the provider's JWKS", metadata: ["provider": "\(provider.rawValue)", "error": "\(type(of: error))"])
+            guard let cached, cached.kids.contains(kid) else { throw Refusal.fetch("\(type(of: error))") }
+            return cached.keys
+        }
     }
+
+    /// Keys are fetched again after a day even when every token names a known `kid`, so a key the
+    /// provider withdrew stops being trusted.
+    static let maximumCacheAge: Duration = .seconds(24 * 3600)
 
     func fetch(_ url: String) async throws -> JWKS {
         var request = HTTPClientRequest(url: url)

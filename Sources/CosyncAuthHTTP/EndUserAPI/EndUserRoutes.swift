@@ -22,31 +22,31 @@ struct EndUserRoutes {
     func register(on router: Router<ServerRequestContext>) {
         let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware())
         api.post("login", use: login)
-        api.post("loginAnonymous", use: loginAnonymous)
+        api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(appToken: $1, fields: $2) })
         api.post("signup", use: signup)
         api.post("completeSignup", use: completeSignup)
         api.get("completeSignup", use: completeSignupLink)
-        api.post("invite", use: invite)
-        api.post("register", use: register)
-        api.post("forgotPassword", use: forgotPassword)
-        api.post("resetPassword", use: resetPassword)
-        api.post("changePassword", use: changePassword)
+        api.post("invite", use: userAction { try await $0.invite(accessToken: $1, fields: $2) })
+        api.post("register", use: appTokens { try await $0.register(appToken: $1, fields: $2) })
+        api.post("forgotPassword", use: appAction { try await $0.forgotPassword(appToken: $1, fields: $2) })
+        api.post("resetPassword", use: appAction { try await $0.resetPassword(appToken: $1, fields: $2) })
+        api.post("changePassword", use: userAction { try await $0.changePassword(accessToken: $1, fields: $2) })
         api.get("getUser", use: getUser)
-        api.post("setUserMetadata", use: setUserMetadata)
-        api.post("setUserName", use: setUserName)
+        api.post("setUserMetadata", use: userAction { try await $0.setUserMetadata(accessToken: $1, fields: $2) })
+        api.post("setUserName", use: userAction { try await $0.setUserName(accessToken: $1, fields: $2) })
         api.get("userNameAvailable", use: userNameAvailable)
-        api.post("setLocale", use: setLocale)
-        api.post("deleteAccount", use: deleteAccount)
-        api.post("loginComplete", use: loginComplete)
-        api.post("socialLogin", use: { try await socialLogin($0, $1, provider: nil) })
-        api.post("appleLogin", use: { try await socialLogin($0, $1, provider: .apple) })
-        api.post("googleLogin", use: { try await socialLogin($0, $1, provider: .google) })
-        api.post("socialSignup", use: { try await socialSignup($0, $1, provider: nil) })
-        api.post("appleSignup", use: { try await socialSignup($0, $1, provider: .apple) })
-        api.post("googleSignup", use: { try await socialSignup($0, $1, provider: .google) })
-        api.post("setPhone", use: setPhone)
-        api.post("verifyPhone", use: verifyPhone)
-        api.post("setTwoFactorPhoneVerification", use: setTwoFactorPhoneVerification)
+        api.post("setLocale", use: userAction { try await $0.setLocale(accessToken: $1, fields: $2) })
+        api.post("deleteAccount", use: userAction { try await $0.deleteAccount(accessToken: $1, fields: $2) })
+        api.post("loginComplete", use: appTokens { try await $0.loginComplete(appToken: $1, fields: $2) })
+        api.post("socialLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: nil) })
+        api.post("appleLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: .apple) })
+        api.post("googleLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: .google) })
+        api.post("socialSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: nil) })
+        api.post("appleSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: .apple) })
+        api.post("googleSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: .google) })
+        api.post("setPhone", use: userAction { try await $0.setPhone(accessToken: $1, fields: $2) })
+        api.post("verifyPhone", use: userAction { try await $0.verifyPhone(accessToken: $1, fields: $2) })
+        api.post("setTwoFactorPhoneVerification", use: userAction { try await $0.setTwoFactorPhoneVerification(accessToken: $1, fields: $2) })
         api.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
     }
 
@@ -103,6 +103,34 @@ struct EndUserRoutes {
         return JSONBody.response(object)
     }
 
+    typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
+
+    /// A TRUE-body endpoint authenticated by the `access-token`.
+    func userAction(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> Void) -> Handler {
+        let flows = self.flows
+        return { request, context in
+            try await action(flows, Self.accessToken(request), try await Self.fields(request, context: context))
+            return Self.trueBody()
+        }
+    }
+
+    /// A TRUE-body endpoint authenticated by the `app-token`.
+    func appAction(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> Void) -> Handler {
+        let flows = self.flows
+        return { request, context in
+            try await action(flows, Self.appToken(request), try await Self.fields(request, context: context))
+            return Self.trueBody()
+        }
+    }
+
+    /// An endpoint of the `app-token` that answers `{jwt, access-token}`.
+    func appTokens(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> IssuedTokens) -> Handler {
+        let flows = self.flows
+        return { request, context in
+            Self.tokens(try await action(flows, Self.appToken(request), try await Self.fields(request, context: context)))
+        }
+    }
+
     // MARK: handlers
 
     @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -112,10 +140,6 @@ struct EndUserRoutes {
         case .tokens(let issued): return Self.tokens(issued)
         case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
         }
-    }
-
-    @Sendable func loginAnonymous(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        Self.tokens(try await flows.loginAnonymous(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
     }
 
     @Sendable func signup(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -155,87 +179,14 @@ struct EndUserRoutes {
         Response(status: status, headers: [.contentType: "text/html; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
-    @Sendable func invite(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.invite(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func register(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        Self.tokens(try await flows.register(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
-    }
-
-    @Sendable func forgotPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.forgotPassword(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func resetPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.resetPassword(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func changePassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.changePassword(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
     @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
         JSONBody.response(try await flows.getUser(accessToken: Self.accessToken(request)))
-    }
-
-    @Sendable func setUserMetadata(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.setUserMetadata(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func setUserName(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.setUserName(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
     }
 
     @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let name = request.uri.queryParameters["userName"].map(String.init)
         let available = try await flows.userNameAvailable(accessToken: Self.accessToken(request), userName: name)
         return JSONBody.response(["available": .bool(available)])
-    }
-
-    @Sendable func setLocale(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.setLocale(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func deleteAccount(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.deleteAccount(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func loginComplete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        Self.tokens(try await flows.loginComplete(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)))
-    }
-
-    func socialLogin(_ request: Request, _ context: ServerRequestContext, provider: SocialProvider?) async throws -> Response {
-        let fields = try await Self.fields(request, context: context)
-        return Self.tokens(try await flows.socialLogin(appToken: Self.appToken(request), fields: fields, provider: provider))
-    }
-
-    func socialSignup(_ request: Request, _ context: ServerRequestContext, provider: SocialProvider?) async throws -> Response {
-        let fields = try await Self.fields(request, context: context)
-        return Self.tokens(try await flows.socialSignup(appToken: Self.appToken(request), fields: fields, provider: provider))
-    }
-
-    @Sendable func setPhone(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.setPhone(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func verifyPhone(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.verifyPhone(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
-    }
-
-    @Sendable func setTwoFactorPhoneVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try await flows.setTwoFactorPhoneVerification(accessToken: Self.accessToken(request), fields: try await Self.fields(request, context: context))
-        return Self.trueBody()
     }
 
     @Sendable func setTwoFactorGoogleVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {

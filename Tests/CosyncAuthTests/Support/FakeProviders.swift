@@ -19,6 +19,17 @@ func startFakeServer(_ router: Router<BasicRequestContext>, label: String) async
     throw CancellationError()
 }
 
+/// Reads until at least `count` items are there or the timeout passes; returns the last read.
+func waitForItems<T: Sendable>(count: Int, timeout: Duration, _ read: @Sendable () async -> [T]) async throws -> [T] {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let found = await read()
+        if found.count >= count { return found }
+        try await Task.sleep(for: .milliseconds(25))
+    }
+    return await read()
+}
+
 /// A Twilio stand-in: accepts `POST /2010-04-01/Accounts/{sid}/Messages.json` like the real API
 /// (201, form body To/From/Body, HTTP Basic sid:token) and keeps what it received.
 actor FakeTwilio {
@@ -38,13 +49,7 @@ actor FakeTwilio {
     func messages(to phone: String) -> [SMS] { messages.filter { $0.to == phone } }
 
     func waitForMessages(to phone: String, count: Int = 1, timeout: Duration = .seconds(10)) async throws -> [SMS] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let found = messages(to: phone)
-            if found.count >= count { return found }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        return messages(to: phone)
+        try await waitForItems(count: count, timeout: timeout) { await self.messages(to: phone) }
     }
 
     static func start() async throws -> FakeTwilio {
@@ -148,6 +153,7 @@ struct TestIDToken: JWTPayload {
     var iat: Int?
     var sub: String
     var email: String?
+    var email_verified: Bool? = nil
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 
     static let appleIssuer = "https://appleid.apple.com"

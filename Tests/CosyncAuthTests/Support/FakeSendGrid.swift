@@ -28,13 +28,7 @@ actor FakeSendGrid {
 
     /// Waits until `count` mails to `recipient` arrived (or the timeout passes) and returns them.
     func waitForMails(to recipient: String, count: Int = 1, timeout: Duration = .seconds(10)) async throws -> [Mail] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let found = mails(to: recipient)
-            if found.count >= count { return found }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        return mails(to: recipient)
+        try await waitForItems(count: count, timeout: timeout) { await self.mails(to: recipient) }
     }
 
     /// Starts the receiver and returns once it listens.

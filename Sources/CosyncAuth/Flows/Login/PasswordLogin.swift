@@ -54,7 +54,8 @@ extension EndUserFlows {
                 try await SecondFactorStore.insertChallenge(
                     db, id: challenge, appRef: app.ref, userId: user.id, factor: "phone", codeSealed: sealed,
                     lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
-                try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle], logger: logger)
+                try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
+                perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("phone")])
             }
             return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))

@@ -36,6 +36,12 @@ extension EndUserFlows {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: challenge.userId, logger: logger),
                 user.handle == claims.handle
             else { return .refused("user gone") }
+            // Wrong codes also count per user across login-tokens, so that logging in again does not
+            // buy fresh guesses at the TOTP or SMS code.
+            let subject = "2fa:\(user.id)"
+            if try await EndUserStore.isLocked(db, appRef: app.ref, subjects: [subject], logger: logger) {
+                return .refused("second factor locked")
+            }
             let matched: Bool
             switch challenge.factor {
             case "phone":
@@ -45,11 +51,15 @@ extension EndUserFlows {
             }
             guard matched else {
                 try await SecondFactorStore.countFailedChallenge(db, id: challenge.id, logger: logger)
+                try await EndUserStore.recordFailure(
+                    db, appRef: app.ref, subject: subject, threshold: settings.maxCodeAttempts * 2,
+                    windowSeconds: settings.secondFactorWindow, maxLockSeconds: settings.maxLockout, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
                                 detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor)])
                 return .refused("wrong code")
             }
             try await SecondFactorStore.markChallengeUsed(db, id: challenge.id, logger: logger)
+            try await EndUserStore.clearFailures(db, appRef: app.ref, subject: subject, logger: logger)
             return .accepted(user)
         }
         switch outcome {
@@ -121,7 +131,8 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await SecondFactorStore.setPendingPhone(
                 db, userId: user.id, phone: phone, codeSealed: sealed, lifetimeSeconds: settings.phoneCodeLifetime, logger: logger)
-            try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle], logger: logger)
+            try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
+                perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setPhone")
         }
     }

@@ -52,6 +52,8 @@ extension EndUserFlows {
             throw EndUserError.accountDoesNotExist
         }
         guard user.loginProvider == provider.rawValue else { throw Self.accountExists(user) }
+        // Same provider, same e-mail, another provider account: not this user's token.
+        if let known = user.socialUserId, known != identity.subject { throw EndUserError.invalidSocialToken }
         try requireActiveUser(user)
         let issued = try await issueTokens(app: app, user: user)
         try await client.withConnection { db in
