@@ -61,11 +61,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "LegacyImport",
+            dependencies: [
+                "CosyncAuth",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "cosyncauth",
             dependencies: [
                 "CosyncAuth",
                 "CosyncAuthHTTP",
+                "LegacyImport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -76,6 +88,7 @@ let package = Package(
             dependencies: [
                 "CosyncAuth",
                 "CosyncAuthHTTP",
+                "LegacyImport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Crypto", package: "swift-crypto"),

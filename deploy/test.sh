@@ -24,17 +24,17 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/cosyncauth_test?sslmode
 export COSYNC_SQL_DIR="$ROOT/sql"
 echo "test database: $DATABASE_URL" >&2
 
-# The QR decoder the TOTP test reads the server's QR code with: zxing-cpp from PyPI, in a venv under
-# .local/ (git-ignored), made once.
-VENV="$ROOT/.local/qr-venv"
-if ! "$VENV/bin/python" -c "import zxingcpp, PIL" 2>/dev/null; then
+# The Python the tests run: zxing-cpp decodes the TOTP QR code, bcrypt and cryptography drive the
+# legacy fixture generator (deploy/legacy/make_fixture.py). A venv under .local/ (git-ignored), made once.
+VENV="$ROOT/.local/test-venv"
+if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography" 2>/dev/null; then
   if ! python3 -c "import ensurepip" 2>/dev/null && [ "$(id -u)" -eq 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
   fi
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow -r "$ROOT/deploy/legacy/requirements.txt"
 fi
-export COSYNC_QR_DECODER_PYTHON="$VENV/bin/python"
+export COSYNC_TEST_PYTHON="$VENV/bin/python"
 
 swift build --build-tests
 swift test --skip-build --disable-xctest "$@"

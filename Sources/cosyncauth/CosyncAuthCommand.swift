@@ -12,7 +12,7 @@ struct CosyncAuthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cosyncauth",
         abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, AppCommand.self, OperatorTokenCommand.self, BenchBcrypt.self],
+        subcommands: [Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, BenchBcrypt.self],
         defaultSubcommand: Serve.self)
 }
 

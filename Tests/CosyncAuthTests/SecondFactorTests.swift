@@ -310,13 +310,13 @@ struct SecondFactorTests {
 }
 
 /// Decodes a QR PNG with the decoder the test command installs (zxing-cpp from PyPI, through
-/// deploy/qr-decode.py; COSYNC_QR_DECODER names the Python that has it).
+/// deploy/qr-decode.py; COSYNC_TEST_PYTHON names the Python that has it).
 enum QRDecoder {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
     static func decode(png: Data) throws -> String {
-        guard let python = ProcessInfo.processInfo.environment["COSYNC_QR_DECODER_PYTHON"], !python.isEmpty else {
-            throw Failure(description: "COSYNC_QR_DECODER_PYTHON is not set: run the tests with deploy/test.sh")
+        guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
+            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("qr-\(UUID().uuidString).png")

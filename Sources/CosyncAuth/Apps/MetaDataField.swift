@@ -22,7 +22,7 @@ public struct MetaDataField: Codable, Sendable, Equatable {
     static let reservedClaims: Set<String> = ["aud", "sub", "exp", "iat", "nbf", "iss", "jti"]
 
     /// Validates one descriptor given as JSON. `field` names it in errors, e.g. `metaData[2].path`.
-    static func parse(_ value: JSONValue, field: String, allowCanEdit: Bool) throws(FieldError) -> MetaDataField {
+    public static func parse(_ value: JSONValue, field: String, allowCanEdit: Bool) throws(FieldError) -> MetaDataField {
         guard let object = value.objectValue else {
             throw FieldError(field, "invalid_type", "must be an object with path and fieldName")
         }

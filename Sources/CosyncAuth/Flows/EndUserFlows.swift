@@ -81,7 +81,9 @@ public struct EndUserFlows: Sendable {
     /// `invalidAccessToken`; the app gone → `appNotFound`; the user gone → `whenNoUser`.
     public func session(accessToken: String?, whenMissing: EndUserError, whenNoUser: EndUserError = .invalidData) async throws -> (AppRow, User) {
         guard let accessToken, !accessToken.isEmpty else { throw whenMissing }
-        guard let claims = await tokens.verifyAccessToken(accessToken) else { throw EndUserError.invalidAccessToken }
+        guard let claims = await tokens.verifyAccessToken(accessToken) else {
+            return try await legacySession(accessToken: accessToken, whenNoUser: whenNoUser)
+        }
         guard AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
         else { throw EndUserError.appNotFound }
@@ -91,6 +93,23 @@ public struct EndUserFlows: Sendable {
         guard user.id.uuidString.lowercased() == claims.uid, user.tokenVersion == claims.ver else {
             throw EndUserError.invalidAccessToken
         }
+        return (app, user)
+    }
+
+    /// A legacy access token (see `TokenIssuer.verifyLegacyAccessToken`) names an imported user
+    /// whose token version never moved: a password change, reset, suspension or deletion on this
+    /// server ends it, as it ends this server's tokens.
+    func legacySession(accessToken: String, whenNoUser: EndUserError) async throws -> (AppRow, User) {
+        guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
+            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+        else { throw EndUserError.invalidAccessToken }
+        let handle = claims.handle.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard let user = try await client.withConnection({
+            try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
+        }) else { throw whenNoUser }
+        guard user.tokenVersion == 0, try await client.withConnection({
+            try await LegacyImportStore.isImported($0, userId: user.id, logger: logger)
+        }) else { throw EndUserError.invalidAccessToken }
         return (app, user)
     }
 

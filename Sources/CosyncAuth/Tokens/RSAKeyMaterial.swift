@@ -40,6 +40,11 @@ public struct RSAKeyMaterial: Sendable {
         self.kid = try Self.thumbprint(key.publicKey)
     }
 
+    /// Throws unless `pem` is an RSA public key (SPKI PEM).
+    public static func publicKeyCheck(_ pem: String) throws {
+        guard (try? _RSA.Signing.PublicKey(pemRepresentation: pem)) != nil else { throw Failure.badPublicKey }
+    }
+
     /// `rawPublicKey`: base64 of the SPKI PEM text, what the SDKs' `configure(rawPublicKey:)` takes.
     public var rawPublicKey: String { Data(publicKeyPEM.utf8).base64EncodedString() }
 

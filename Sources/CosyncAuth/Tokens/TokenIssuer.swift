@@ -35,6 +35,17 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
 }
 
 /// The login token of the second factor: `{handle, appId, scope:"login", iat, exp: iat + 600, jti}`.
+/// The legacy server's access token: no `exp` (legacy tokens never expired), no user id.
+public struct LegacyAccessTokenClaims: JWTPayload, Equatable {
+    public var handle: String
+    public var appId: String
+    public var scope: String?
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+    }
+}
+
 public struct LoginTokenClaims: JWTPayload, Equatable {
     public var handle: String
     public var appId: String
@@ -61,6 +72,8 @@ public actor TokenIssuer {
     public let accessTokenLifetime: TimeInterval
     /// Parsed app signing keys by kid (a kid names one immutable key, so entries never go stale).
     var appKeys: [String: JWTKeyCollection] = [:]
+    /// The imported legacy server keys still accepted, reloaded at most once a minute.
+    var legacyKeys: (keys: JWTKeyCollection?, loadedAt: Date) = (nil, .distantPast)
 
     public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, accessTokenLifetime: TimeInterval, logger: Logger) {
         self.client = client
@@ -104,6 +117,27 @@ public actor TokenIssuer {
 
     public func verifyAccessToken(_ token: String) async -> AccessTokenClaims? {
         try? await serverKeys.verify(token, as: AccessTokenClaims.self)
+    }
+
+    /// An access token of the legacy CosyncJWT server (`{handle, appId, scope:"user", iat}`, RS256
+    /// by its server key, no expiry), while an imported legacy public key is within its cut-off.
+    public func verifyLegacyAccessToken(_ token: String) async -> LegacyAccessTokenClaims? {
+        if Date().timeIntervalSince(legacyKeys.loadedAt) > 60 {
+            let loaded = try? await client.withConnection { try await LegacyImportStore.liveLegacyTokenKeys($0, logger: logger) }
+            var collection: JWTKeyCollection?
+            if let loaded, !loaded.isEmpty {
+                let keys = JWTKeyCollection()
+                for (pem, _) in loaded {
+                    if let key = try? Insecure.RSA.PublicKey(pem: pem) {
+                        await keys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: Secrets.sha256(pem).base64EncodedString()))
+                    }
+                }
+                collection = keys
+            }
+            legacyKeys = (collection, Date())
+        }
+        guard let keys = legacyKeys.keys else { return nil }
+        return try? await keys.verify(token, as: LegacyAccessTokenClaims.self, iteratingKeys: true)
     }
 
     /// The login-token (§7.4): `{handle, appId, scope:"login", iat, exp: iat+600, jti}`, where `jti`

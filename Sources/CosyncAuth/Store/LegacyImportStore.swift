@@ -1,0 +1,249 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// SQL of the CosyncJWT import. Rows carry `legacy_id` and `legacy_fingerprint` (SHA-256 of the
+/// source document): an upsert changes a row only when its fingerprint differs, so a rerun leaves
+/// the database byte-identical. Batches of users travel as one jsonb array (`jsonb_to_recordset`):
+/// one round trip and one statement per batch.
+public enum LegacyImportStore {
+    // MARK: apps
+
+    /// The app with this appId: its ref and whether an import created it (nil: no such app).
+    public static func appOrigin(_ db: PostgresConnection, appId: String, logger: Logger) async throws -> (ref: Int64, imported: Bool, fingerprint: Data?)? {
+        let rows = try await db.query("SELECT id, legacy_fingerprint FROM apps WHERE app_id = \(appId)", logger: logger)
+        for try await (ref, fingerprint) in rows.decode((Int64, Data?).self) { return (ref, fingerprint != nil, fingerprint) }
+        return nil
+    }
+
+    /// Inserts or updates an imported app; returns its ref. Token and key rows are added when new.
+    public static func upsertApp(
+        _ db: PostgresConnection, appId: String, name: String, status: String, settings: AppSettings, appSecretHash: Data,
+        credentialsSealed: Data?, createdAt: Date, updatedAt: Date, fingerprint: Data, logger: Logger
+    ) async throws -> Int64 {
+        let settingsJSON = String(decoding: try JSONCoding.encode(settings), as: UTF8.self)
+        let rows = try await db.query(
+            """
+            INSERT INTO apps (app_id, name, status, settings, app_secret_hash, credentials_sealed, created_at, updated_at, legacy_fingerprint)
+            VALUES (\(appId), \(name), \(status), \(settingsJSON)::jsonb, \(appSecretHash), \(credentialsSealed), \(createdAt), \(updatedAt), \(fingerprint))
+            ON CONFLICT (app_id) DO UPDATE SET name = excluded.name, status = excluded.status, settings = excluded.settings,
+                app_secret_hash = excluded.app_secret_hash, credentials_sealed = excluded.credentials_sealed,
+                created_at = excluded.created_at, updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
+            WHERE apps.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            RETURNING id
+            """, logger: logger)
+        for try await ref in rows.decode(Int64.self) { return ref }
+        guard let existing = try await appOrigin(db, appId: appId, logger: logger) else { throw StoreError.noRowReturned }
+        return existing.ref
+    }
+
+    /// The legacy app token, matched by hash like every app token; kept as the current token.
+    public static func addImportedToken(_ db: PostgresConnection, ref: Int64, tokenHash: Data, tokenSealed: Data, logger: Logger) async throws {
+        let rows = try await db.query("SELECT 1 FROM app_tokens WHERE token_hash = \(tokenHash)", logger: logger)
+        for try await _ in rows { return }
+        try await db.query("UPDATE app_tokens SET expires_at = now() WHERE app_ref = \(ref) AND expires_at IS NULL", logger: logger)
+        try await db.query(
+            "INSERT INTO app_tokens (token_hash, app_ref, token_sealed, origin) VALUES (\(tokenHash), \(ref), \(tokenSealed), 'imported')",
+            logger: logger)
+    }
+
+    /// The legacy key pair as the active signing key (kept when already there).
+    public static func addImportedKey(_ db: PostgresConnection, ref: Int64, kid: String, publicKeyPEM: String, privateKeySealed: Data, logger: Logger) async throws {
+        let rows = try await db.query("SELECT 1 FROM app_keys WHERE kid = \(kid) AND app_ref = \(ref)", logger: logger)
+        for try await _ in rows { return }
+        try await db.query("UPDATE app_keys SET active = false, retires_at = now() WHERE app_ref = \(ref) AND active", logger: logger)
+        try await db.query(
+            """
+            INSERT INTO app_keys (kid, app_ref, public_key_pem, private_key_sealed, active)
+            VALUES (\(kid), \(ref), \(publicKeyPEM), \(privateKeySealed), true)
+            """, logger: logger)
+    }
+
+    // MARK: checkpoints
+
+    public static func checkpoint(_ db: PostgresConnection, source: String, collection: String, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            "SELECT rows_done FROM legacy_import_checkpoints WHERE source = \(source) AND collection = \(collection)", logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
+    }
+
+    public static func setCheckpoint(_ db: PostgresConnection, source: String, collection: String, rowsDone: Int, logger: Logger) async throws {
+        try await db.query(
+            """
+            INSERT INTO legacy_import_checkpoints (source, collection, rows_done) VALUES (\(source), \(collection), \(rowsDone))
+            ON CONFLICT (source, collection) DO UPDATE SET rows_done = excluded.rows_done
+            """, logger: logger)
+    }
+
+    // MARK: users
+
+    /// Existing rows that an incoming batch collides with on a unique key. `keys` is a jsonb array of
+    /// `{app_ref, handle, user_name, phone, provider, social}` (lower-cased where the index is).
+    public struct Collision: Sendable {
+        public let kind: String  // handle | userName | phone | social
+        public let appRef: Int64
+        public let key: String
+        public let legacyId: String?
+        public let updatedAt: Date
+    }
+
+    public static func userCollisions(_ db: PostgresConnection, keys: String, logger: Logger) async throws -> [Collision] {
+        let rows = try await db.query(
+            """
+            WITH k AS (SELECT * FROM jsonb_to_recordset(\(keys)::jsonb) AS k(app_ref bigint, handle text, user_name text, phone text, provider text, social text))
+            SELECT 'handle', u.app_ref, lower(u.handle), u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.handle) = k.handle
+            UNION ALL
+            SELECT 'userName', u.app_ref, lower(u.user_name), u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.user_name) = k.user_name
+            UNION ALL
+            SELECT 'phone', u.app_ref, u.phone, u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND u.phone = k.phone AND u.phone_verified
+            UNION ALL
+            SELECT 'social', u.app_ref, u.login_provider || ':' || u.social_user_id, u.legacy_id, u.updated_at FROM users u
+                JOIN k ON u.app_ref = k.app_ref AND u.login_provider = k.provider AND u.social_user_id = k.social
+            """, logger: logger)
+        var found: [Collision] = []
+        for try await (kind, ref, key, legacyId, updatedAt) in rows.decode((String, Int64, String, String?, Date).self) {
+            found.append(Collision(kind: kind, appRef: ref, key: key, legacyId: legacyId, updatedAt: updatedAt))
+        }
+        return found
+    }
+
+    /// Deletes imported users (by legacy id) that newer rows replace. `ids`: jsonb `[{app_ref, legacy_id}]`.
+    public static func deleteImportedUsers(_ db: PostgresConnection, ids: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            DELETE FROM users u USING jsonb_to_recordset(\(ids)::jsonb) AS k(app_ref bigint, legacy_id text)
+            WHERE u.app_ref = k.app_ref AND u.legacy_id = k.legacy_id
+            """, logger: logger)
+    }
+
+    /// Upserts a batch of users given as a jsonb array (see LegacyImport's UserRow for the fields).
+    public static func upsertUsers(_ db: PostgresConnection, rows: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            INSERT INTO users (id, app_ref, handle, user_name, password_hash, locale, status, login_provider, social_user_id, metadata,
+                               phone, phone_verified, two_factor_phone, two_factor_google, totp_secret_sealed, last_login,
+                               created_at, updated_at, legacy_id, legacy_fingerprint)
+            SELECT r.id, r.app_ref, r.handle, r.user_name, r.password_hash, r.locale, r.status, r.login_provider, r.social_user_id,
+                   coalesce(r.metadata, '{}'::jsonb), r.phone, r.phone_verified, r.two_factor_phone, r.two_factor_google,
+                   decode(r.totp, 'base64'), r.last_login, r.created_at, r.updated_at, r.legacy_id, decode(r.fingerprint, 'base64')
+            FROM jsonb_to_recordset(\(rows)::jsonb) AS r(
+                id uuid, app_ref bigint, handle text, user_name text, password_hash text, locale text, status text, login_provider text,
+                social_user_id text, metadata jsonb, phone text, phone_verified boolean, two_factor_phone boolean, two_factor_google boolean,
+                totp text, last_login timestamptz, created_at timestamptz, updated_at timestamptz, legacy_id text, fingerprint text)
+            ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET
+                handle = excluded.handle, user_name = excluded.user_name, password_hash = excluded.password_hash, locale = excluded.locale,
+                status = excluded.status, login_provider = excluded.login_provider, social_user_id = excluded.social_user_id,
+                metadata = excluded.metadata, phone = excluded.phone, phone_verified = excluded.phone_verified,
+                two_factor_phone = excluded.two_factor_phone, two_factor_google = excluded.two_factor_google,
+                totp_secret_sealed = excluded.totp_secret_sealed, last_login = excluded.last_login, created_at = excluded.created_at,
+                updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
+            WHERE users.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            """, logger: logger)
+    }
+
+    public static func userExists(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws -> Bool {
+        let rows = try await db.query("SELECT 1 FROM users WHERE app_ref = \(appRef) AND lower(handle) = \(handle)", logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    // MARK: signups and invites
+
+    /// A pending signup or invite of the handle that is not this legacy row.
+    public static func otherPending(
+        _ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, legacyId: String, logger: Logger
+    ) async throws -> (legacyId: String?, updatedAt: Date)? {
+        let rows = try await db.query(
+            """
+            SELECT legacy_id, updated_at FROM \(unescaped: kind.rawValue)
+            WHERE app_ref = \(appRef) AND lower(handle) = \(handle) AND status = 'pending' AND legacy_id IS DISTINCT FROM \(legacyId)
+            """, logger: logger)
+        for try await (id, updatedAt) in rows.decode((String?, Date).self) { return (id, updatedAt) }
+        return nil
+    }
+
+    public static func deleteImported(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, legacyId: String, logger: Logger) async throws {
+        try await db.query("DELETE FROM \(unescaped: kind.rawValue) WHERE app_ref = \(appRef) AND legacy_id = \(legacyId)", logger: logger)
+    }
+
+    public static func upsertSignup(
+        _ db: PostgresConnection, id: UUID, appRef: Int64, handle: String, passwordHash: String?, codeSealed: Data?, metadata: String,
+        locale: String, status: String, expiresAt: Date, createdAt: Date, updatedAt: Date, legacyId: String, fingerprint: Data, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO signups (id, app_ref, handle, password_hash, code_sealed, metadata, locale, status, expires_at, created_at, updated_at,
+                                 legacy_id, legacy_fingerprint)
+            VALUES (\(id), \(appRef), \(handle), \(passwordHash), \(codeSealed), \(metadata)::jsonb, \(locale), \(status), \(expiresAt),
+                    \(createdAt), \(updatedAt), \(legacyId), \(fingerprint))
+            ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET handle = excluded.handle,
+                password_hash = excluded.password_hash, code_sealed = excluded.code_sealed, metadata = excluded.metadata,
+                locale = excluded.locale, status = excluded.status, expires_at = excluded.expires_at, created_at = excluded.created_at,
+                updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
+            WHERE signups.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            """, logger: logger)
+    }
+
+    public static func upsertInvite(
+        _ db: PostgresConnection, id: UUID, appRef: Int64, handle: String, senderHandle: String, senderUserId: String, codeSealed: Data?,
+        metadata: String, locale: String, status: String, expiresAt: Date, createdAt: Date, updatedAt: Date, legacyId: String,
+        fingerprint: Data, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO invites (id, app_ref, handle, sender_handle, sender_user_id, code_sealed, metadata, locale, status, expires_at,
+                                 created_at, updated_at, legacy_id, legacy_fingerprint)
+            VALUES (\(id), \(appRef), \(handle), \(senderHandle), \(senderUserId), \(codeSealed), \(metadata)::jsonb, \(locale), \(status),
+                    \(expiresAt), \(createdAt), \(updatedAt), \(legacyId), \(fingerprint))
+            ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET handle = excluded.handle,
+                sender_handle = excluded.sender_handle, sender_user_id = excluded.sender_user_id, code_sealed = excluded.code_sealed,
+                metadata = excluded.metadata, locale = excluded.locale, status = excluded.status, expires_at = excluded.expires_at,
+                created_at = excluded.created_at, updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
+            WHERE invites.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            """, logger: logger)
+    }
+
+    // MARK: templates
+
+    /// Newest `updatedAt` wins among duplicates; an unchanged row is left alone.
+    public static func upsertTemplate(
+        _ db: PostgresConnection, appRef: Int64, template: String, locale: String, subject: String, html: String, replyTo: String,
+        localeLinkText: String, updatedAt: Date, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO email_templates (app_ref, template, locale, subject, html, reply_to, locale_link_text, updated_at)
+            VALUES (\(appRef), \(template), \(locale), \(subject), \(html), \(replyTo), \(localeLinkText), \(updatedAt))
+            ON CONFLICT (app_ref, template, locale) DO UPDATE SET subject = excluded.subject, html = excluded.html,
+                reply_to = excluded.reply_to, locale_link_text = excluded.locale_link_text, updated_at = excluded.updated_at
+            WHERE email_templates.updated_at < excluded.updated_at
+            """, logger: logger)
+    }
+
+    // MARK: legacy access tokens
+
+    public static func upsertLegacyTokenKey(_ db: PostgresConnection, publicKeyPEM: String, acceptUntil: Date, logger: Logger) async throws {
+        let fingerprint = Secrets.sha256(publicKeyPEM)
+        try await db.query(
+            """
+            INSERT INTO legacy_token_keys (fingerprint, public_key_pem, accept_until) VALUES (\(fingerprint), \(publicKeyPEM), \(acceptUntil))
+            ON CONFLICT (fingerprint) DO UPDATE SET accept_until = excluded.accept_until
+            WHERE legacy_token_keys.accept_until IS DISTINCT FROM excluded.accept_until
+            """, logger: logger)
+    }
+
+    public static func isImported(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws -> Bool {
+        let rows = try await db.query("SELECT 1 FROM users WHERE id = \(userId) AND legacy_id IS NOT NULL", logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// The legacy public keys still accepted now.
+    public static func liveLegacyTokenKeys(_ db: PostgresConnection, logger: Logger) async throws -> [(pem: String, until: Date)] {
+        let rows = try await db.query("SELECT public_key_pem, accept_until FROM legacy_token_keys WHERE accept_until > now()", logger: logger)
+        var keys: [(String, Date)] = []
+        for try await (pem, until) in rows.decode((String, Date).self) { keys.append((pem, until)) }
+        return keys
+    }
+}

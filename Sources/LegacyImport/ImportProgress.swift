@@ -1,0 +1,56 @@
+import Foundation
+
+/// Progress of an import: on a terminal, one redrawn bar per collection (rows, rows/s, ETA); else a
+/// plain line every few seconds. Written to standard error.
+public final class ImportProgress: @unchecked Sendable {
+    public let isInteractive: Bool
+    let interval: TimeInterval
+    var total: Int?
+    var lastLine = Date.distantPast
+    var quiet: Bool
+
+    public init(interactive: Bool? = nil, quiet: Bool = false, interval: TimeInterval = 2) {
+        isInteractive = interactive ?? (isatty(STDERR_FILENO) == 1)
+        self.interval = interval
+        self.quiet = quiet
+    }
+
+    func emit(_ text: String) {
+        guard !quiet else { return }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    public func line(_ text: String) { emit(text + "\n") }
+
+    func start(_ name: String, total: Int?, resumedAt: Int) {
+        self.total = total
+        lastLine = .distantPast
+        if resumedAt > 0 { line("\(name): resuming after \(resumedAt) rows already imported") }
+    }
+
+    func advance(_ name: String, done: Int, rate: Double) {
+        if isInteractive {
+            let width = 30
+            var bar = ""
+            var eta = ""
+            if let total, total > 0 {
+                let fraction = min(1, Double(done) / Double(total))
+                let filled = Int(fraction * Double(width))
+                bar = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+                let seconds = rate > 0 ? Int(Double(total - done) / rate) : 0
+                eta = String(format: "  ETA %d:%02d", seconds / 60, seconds % 60)
+                emit("\r\u{1B}[K\(name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(bar)\(done)/\(total)  \(Int(rate)) rows/s\(eta)")
+            } else {
+                emit("\r\u{1B}[K\(name) \(done) rows  \(Int(rate)) rows/s")
+            }
+        } else if Date().timeIntervalSince(lastLine) >= interval {
+            lastLine = Date()
+            line("\(name): \(done) rows, \(Int(rate)) rows/s")
+        }
+    }
+
+    func finish(_ name: String, read: Int) {
+        if isInteractive { emit("\r\u{1B}[K") }
+        line("\(name): done, \(read) rows")
+    }
+}

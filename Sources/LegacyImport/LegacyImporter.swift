@@ -1,0 +1,305 @@
+import CosyncAuth
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+
+public struct ImportOptions: Sendable {
+    public enum DuplicatePolicy: String, Sendable, CaseIterable {
+        /// Keep the row with the newest `updatedAt`; report the others.
+        case mergeNewest = "merge-newest"
+        /// Keep the first row imported; report the others.
+        case skip
+    }
+
+    public var directory: URL
+    public var encryptKey: String?
+    public var dryRun = false
+    public var duplicates: DuplicatePolicy = .mergeNewest
+    public var reportURL: URL?
+    public var legacyPublicKeyPEM: String?
+    public var legacyTokensUntil: Date?
+    public var batchSize = 2000
+    /// Legacy invite codes never expired: an imported pending invite stays valid this long after
+    /// the later of its legacy `updatedAt` and the import.
+    public var inviteValidity: TimeInterval = 30 * 86400
+    public var now = Date()
+    /// False in a dry run against a database without this server's schema: the appId conflict check
+    /// is skipped (and said so).
+    public var databaseReady = true
+
+    public init(directory: URL, encryptKey: String?) {
+        self.directory = directory
+        self.encryptKey = encryptKey
+    }
+}
+
+/// What an import did, per collection.
+public struct ImportSummary: Sendable {
+    public struct Counts: Sendable {
+        public var read = 0
+        public var imported = 0
+        public var refused = 0
+        public var adjusted = 0
+        public var seconds = 0.0
+    }
+    public var collections: [(String, Counts)] = []
+    public var reportEntries = 0
+
+    public func table() -> String {
+        var lines = ["collection        read   imported   refused   adjusted   rows/s"]
+        for (name, c) in collections {
+            let rate = c.seconds > 0 ? Int(Double(c.read) / c.seconds) : 0
+            lines.append(
+                name.padding(toLength: 14, withPad: " ", startingAt: 0)
+                    + String(format: "%9d  %9d  %8d  %9d  %7d", c.read, c.imported, c.refused, c.adjusted, rate))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public func counts(_ name: String) -> Counts? { collections.first { $0.0 == name }?.1 }
+}
+
+/// `cosyncauth import-legacy`: brings a CosyncJWT MongoDB export (one mongoexport file per
+/// collection) into this server. Apps keep their appId, exact app token and key pair; users keep
+/// their bcrypt(md5) hashes. Everything is validated before the first write; each batch commits in
+/// one transaction with its checkpoint, and every write is an upsert keyed by the legacy id that
+/// changes a row only when its source changed: rerunning after a crash, or twice, ends in the same
+/// database.
+public final class LegacyImporter: @unchecked Sendable {
+    let options: ImportOptions
+    let client: PostgresClient
+    let box: SecretBox
+    let logger: Logger
+    let progress: ImportProgress
+    var report: ReportWriter?
+    var summary = ImportSummary()
+    var apps: [String: (app: ImportedApp, ref: Int64)] = [:]
+    var source = ""
+
+    public init(options: ImportOptions, client: PostgresClient, box: SecretBox, logger: Logger, progress: ImportProgress) {
+        self.options = options
+        self.client = client
+        self.box = box
+        self.logger = logger
+        self.progress = progress
+    }
+
+    func file(_ collection: String) -> URL? {
+        for name in ["\(collection).json", "\(collection).jsonl", "\(collection).ndjson"] {
+            let url = options.directory.appendingPathComponent(name)
+            if FileManager.default.fileExists(atPath: url.path) { return url }
+        }
+        return nil
+    }
+
+    // MARK: run
+
+    public func run() async throws -> ImportSummary {
+        guard let appsFile = file("apps") else {
+            throw ImportFailure("\(options.directory.path) has no apps.json (run mongoexport for the apps collection)")
+        }
+        source = try sourceId(appsFile)
+        let cipher = LegacyCipher(encryptKey: options.encryptKey)
+
+        // 1. Every app is read, decrypted and checked before anything is written.
+        var imported: [ImportedApp] = []
+        var appCounts = ImportSummary.Counts()
+        let started = Date()
+        let appsReader = try DocumentReader(url: appsFile)
+        while let bytes = try appsReader.next() {
+            appCounts.read += 1
+            imported.append(try LegacyMapping.app(try LegacyDocument(bytes: bytes), bytes: bytes, cipher: cipher))
+        }
+        let ids = imported.map(\.appId)
+        if let dup = ids.first(where: { id in ids.filter { $0 == id }.count > 1 }) {
+            throw ImportFailure("apps.json holds appId \(dup) twice; nothing was written")
+        }
+        if !options.databaseReady {
+            progress.line("the database has no (current) schema: the appId conflict check is skipped in this dry run")
+        } else { try await client.withConnection { db in
+            for app in imported {
+                if let existing = try await LegacyImportStore.appOrigin(db, appId: app.appId, logger: self.logger), !existing.imported {
+                    throw ImportFailure(
+                        "app '\(app.name)' (\(app.appId)): this server already has an app with that appId that was not imported; nothing was written")
+                }
+            }
+        } }
+        if let pem = options.legacyPublicKeyPEM, options.legacyTokensUntil == nil || (try? RSAKeyMaterial.publicKeyCheck(pem)) == nil {
+            throw ImportFailure("--legacy-public-key needs a valid RSA public key PEM and --legacy-tokens-until")
+        }
+        if !options.dryRun, let url = options.reportURL { report = try ReportWriter(url: url) }
+        defer { try? report?.close() }
+
+        // 2. Apps.
+        for app in imported {
+            for note in app.notes {
+                record(ReportEntry(collection: "apps", legacyId: app.legacyId, appId: app.appId, handle: nil, action: "adjusted", reason: note))
+                appCounts.adjusted += 1
+            }
+            if options.dryRun {
+                apps[app.appId] = (app, -1)
+                continue
+            }
+            let ref = try await writeApp(app)
+            apps[app.appId] = (app, ref)
+        }
+        appCounts.imported = imported.count
+        appCounts.seconds = Date().timeIntervalSince(started)
+        summary.collections.append(("apps", appCounts))
+        progress.line("apps: \(imported.count) (\(imported.map { "\($0.name) \($0.appId)" }.joined(separator: ", ")))")
+
+        // 3. The rest, streamed in batches.
+        try await importCollection("users") { try await importUsers($0, &$1) }
+        try await importCollection("signups") { try await importPending(.signups, $0, &$1) }
+        try await importCollection("invites") { try await importPending(.invites, $0, &$1) }
+        try await importCollection("emailtemplates") { try await importTemplates($0, &$1) }
+        try await refuseAll("resetpasswords", reason: "legacy reset codes never expired; not carried (the user asks for a new code)")
+
+        if let pem = options.legacyPublicKeyPEM, let until = options.legacyTokensUntil, !options.dryRun {
+            try await client.withConnection { db in
+                try await LegacyImportStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: until, logger: self.logger)
+            }
+        }
+        return summary
+    }
+
+    func sourceId(_ appsFile: URL) throws -> String {
+        // The import source: the apps export's content (small) and the other files' sizes.
+        var hasher = SHA256()
+        hasher.update(data: try Data(contentsOf: appsFile))
+        for collection in ["users", "signups", "invites", "emailtemplates", "resetpasswords"] {
+            if let url = file(collection), let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int {
+                hasher.update(data: Data("\(collection):\(size)".utf8))
+            }
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    func record(_ entry: ReportEntry) {
+        summary.reportEntries += 1
+        report?.write(entry)
+        if options.dryRun && summary.reportEntries <= 20 {
+            progress.line("  \(entry.action) \(entry.collection) \(entry.legacyId)\(entry.handle.map { " \($0)" } ?? ""): \(entry.reason)")
+        }
+    }
+
+    func writeApp(_ app: ImportedApp) async throws -> Int64 {
+        let credentialsSealed = app.credentials.isEmpty
+            ? nil : try box.seal(try JSONCoding.encode(app.credentials), purpose: "app-credentials:\(app.appId)")
+        // The legacy appSecret keeps working as this app's admin secret; an app without one gets a
+        // random secret (rotate it through the admin API to learn one).
+        let secretHash = Secrets.sha256(app.appSecret ?? Secrets.token(prefix: "cas_"))
+        return try await client.transaction(logger: logger) { db in
+            if let existing = try await LegacyImportStore.appOrigin(db, appId: app.appId, logger: self.logger),
+                existing.fingerprint == app.fingerprint
+            {
+                return existing.ref  // unchanged since the last run
+            }
+            let ref = try await LegacyImportStore.upsertApp(
+                db, appId: app.appId, name: app.name, status: app.status, settings: app.settings, appSecretHash: secretHash,
+                credentialsSealed: credentialsSealed, createdAt: app.createdAt, updatedAt: app.updatedAt, fingerprint: app.fingerprint,
+                logger: self.logger)
+            try await LegacyImportStore.addImportedToken(
+                db, ref: ref, tokenHash: Secrets.sha256(app.appToken), tokenSealed: try self.box.seal(app.appToken, purpose: "app-token:\(app.appId)"),
+                logger: self.logger)
+            try await LegacyImportStore.addImportedKey(
+                db, ref: ref, kid: app.key.kid, publicKeyPEM: app.publicKeyPEM,
+                privateKeySealed: try self.box.seal(app.key.privateKeyPEM, purpose: "app-key:\(app.key.kid)"), logger: self.logger)
+            try await AuditLog.record(
+                db, appRef: ref, appId: app.appId, actor: "import", action: "app.import", detail: ["name": .string(app.name)], logger: self.logger)
+            return ref
+        }
+    }
+
+    // MARK: collections
+
+    typealias Batch = [(index: Int, doc: LegacyDocument, bytes: ArraySlice<UInt8>)]
+
+    /// Streams one collection in batches; each batch and its checkpoint commit together.
+    func importCollection(_ name: String, batch handle: (Batch, inout ImportSummary.Counts) async throws -> Void) async throws {
+        guard let url = file(name) else {
+            progress.line("\(name): no \(name).json, skipped")
+            return
+        }
+        let done = options.dryRun ? 0 : try await client.withConnection {
+            try await LegacyImportStore.checkpoint($0, source: self.source, collection: name, logger: self.logger)
+        }
+        var counts = ImportSummary.Counts()
+        let started = Date()
+        progress.start(name, total: progress.isInteractive ? try countDocuments(url) : nil, resumedAt: done)
+        let reader = try DocumentReader(url: url)
+        try reader.skip(done)
+        var position = done
+        while true {
+            var batch: Batch = []
+            while batch.count < options.batchSize, let bytes = try reader.next() {
+                batch.append((position, try LegacyDocument(bytes: bytes), bytes))
+                position += 1
+            }
+            if batch.isEmpty { break }
+            counts.read += batch.count
+            try await handle(batch, &counts)
+            progress.advance(name, done: position, rate: Double(counts.read) / max(Date().timeIntervalSince(started), 0.001))
+        }
+        counts.seconds = Date().timeIntervalSince(started)
+        progress.finish(name, read: position)
+        summary.collections.append((name, counts))
+    }
+
+    func countDocuments(_ url: URL) throws -> Int {
+        let reader = try DocumentReader(url: url)
+        while try reader.next() != nil {}
+        return reader.count
+    }
+
+    func refuseAll(_ name: String, reason: String) async throws {
+        guard let url = file(name) else { return }
+        var counts = ImportSummary.Counts()
+        let reader = try DocumentReader(url: url)
+        while let bytes = try reader.next() {
+            counts.read += 1
+            counts.refused += 1
+            let doc = try LegacyDocument(bytes: bytes)
+            record(ReportEntry(collection: name, legacyId: doc.id ?? "?", appId: doc.string("appId") ?? "", handle: doc.string("handle"), action: "refused", reason: reason))
+        }
+        summary.collections.append((name, counts))
+    }
+
+    /// The app of a row, or a report entry.
+    func owner(_ collection: String, _ doc: LegacyDocument, _ counts: inout ImportSummary.Counts) -> (ImportedApp, Int64)? {
+        let appId = doc.string("appId") ?? ""
+        guard let owner = apps[appId] else {
+            counts.refused += 1
+            record(ReportEntry(collection: collection, legacyId: doc.id ?? "?", appId: appId, handle: doc.string("handle"), action: "refused",
+                               reason: "its app is not in apps.json"))
+            return nil
+        }
+        return owner
+    }
+}
+
+/// Appends report entries to a JSON array file as they come.
+final class ReportWriter: @unchecked Sendable {
+    let handle: FileHandle
+    var first = true
+
+    init(url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: Data("[\n".utf8)), let handle = FileHandle(forWritingAtPath: url.path) else {
+            throw ImportFailure("cannot write the report to \(url.path)")
+        }
+        handle.seekToEndOfFile()
+        self.handle = handle
+    }
+
+    func write(_ entry: ReportEntry) {
+        let text = String(decoding: (try? JSONCoding.encode(entry.json)) ?? Data("{}".utf8), as: UTF8.self)
+        handle.write(Data(((first ? "  " : ",\n  ") + text).utf8))
+        first = false
+    }
+
+    func close() throws {
+        handle.write(Data("\n]\n".utf8))
+        try handle.close()
+    }
+}

@@ -1,0 +1,364 @@
+import CosyncAuth
+import Foundation
+import PostgresNIO
+
+extension LegacyImporter {
+    /// One user row on its way to PostgreSQL, and the unique keys it needs.
+    struct UserRow {
+        var fields: [String: JSONValue]
+        let index: Int
+        let appRef: Int64
+        let appId: String
+        let legacyId: String
+        let handle: String
+        let updatedAt: Date
+        var userName: String? { fields["user_name"]?.stringValue }
+        var verifiedPhone: String? { fields["phone_verified"] == .bool(true) ? fields["phone"]?.stringValue : nil }
+        var socialKey: String? {
+            guard let social = fields["social_user_id"]?.stringValue, let provider = fields["login_provider"]?.stringValue else { return nil }
+            return "\(provider):\(social)"
+        }
+    }
+
+    static func isBcrypt(_ text: String) -> Bool {
+        text.count == 60 && (text.hasPrefix("$2a$") || text.hasPrefix("$2b$") || text.hasPrefix("$2y$"))
+    }
+
+    /// A date: the field, else the ObjectId's creation second, else the epoch.
+    static func date(_ doc: LegacyDocument, _ key: String) -> Date {
+        if let date = doc.date(key) { return date }
+        if let id = doc.id, id.count == 24, let seconds = UInt32(id.prefix(8), radix: 16) { return Date(timeIntervalSince1970: Double(seconds)) }
+        return Date(timeIntervalSince1970: 0)
+    }
+
+    func adjust(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String, _ counts: inout ImportSummary.Counts) {
+        counts.adjusted += 1
+        record(ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "adjusted", reason: reason))
+    }
+
+    func refuse(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String, _ counts: inout ImportSummary.Counts) {
+        counts.refused += 1
+        record(ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "refused", reason: reason))
+    }
+
+    /// Maps a legacy user document (admin-and-legacy.md §3.2) or refuses it.
+    func userRow(_ index: Int, _ doc: LegacyDocument, bytes: ArraySlice<UInt8>, _ counts: inout ImportSummary.Counts) throws -> UserRow? {
+        guard let (app, ref) = owner("users", doc, &counts) else { return nil }
+        let legacyId = doc.id ?? ""
+        let raw = doc.string("handle") ?? ""
+        let handle = LegacyMapping.handle(raw)
+        guard !legacyId.isEmpty, !handle.isEmpty, handle.count <= 254 else {
+            refuse("users", legacyId, app.appId, raw, "no _id or no usable handle", &counts)
+            return nil
+        }
+        if handle != raw {
+            adjust("users", legacyId, app.appId, handle, "handle normalised from '\(raw)' (legacy login lower-cased and trimmed the typed handle)", &counts)
+        }
+        let id = LegacyMapping.stableId("user", app.appId, legacyId)
+        var fields: [String: JSONValue] = [
+            "id": .string(id.uuidString.lowercased()), "app_ref": .int(Int(ref)), "handle": .string(handle), "legacy_id": .string(legacyId),
+            "fingerprint": .string(LegacyMapping.fingerprint(bytes).base64EncodedString()),
+            "locale": .string(LegacyMapping.locale(doc.string("locale"))),
+            "status": .string(doc.string("status") == "active" || doc.string("status") == nil ? "active" : "suspended"),
+        ]
+        if let password = doc.string("password"), !password.isEmpty {
+            if Self.isBcrypt(password) {
+                fields["password_hash"] = .string(password)
+            } else if password.count == 32, password.allSatisfy(\.isHexDigit) {
+                fields["password_hash"] = .string(password.lowercased())  // raw MD5 era: upgraded to bcrypt at the next login
+            } else {
+                adjust("users", legacyId, app.appId, handle, "password is neither bcrypt nor a 32-hex MD5; dropped (the user resets it)", &counts)
+            }
+        }
+        if let name = doc.string("userName"), !name.isEmpty {
+            if let normalised = Identifiers.normalizedUserName(name) {
+                fields["user_name"] = .string(normalised)
+            } else {
+                adjust("users", legacyId, app.appId, handle, "userName '\(name)' is not a valid user name; dropped", &counts)
+            }
+        }
+        let provider = doc.string("loginProvider") ?? ""
+        fields["login_provider"] = .string(["apple", "google"].contains(provider) ? provider : "")
+        if let social = doc.string("socialUserId"), !social.isEmpty { fields["social_user_id"] = .string(social) }
+        if let metadata = doc.object("metaData") { fields["metadata"] = .object(metadata) }
+        if let rawPhone = doc.string("phone"), !rawPhone.isEmpty {
+            if let phone = LegacyMapping.phone(rawPhone) {
+                fields["phone"] = .string(phone)
+                fields["phone_verified"] = .bool(doc.bool("phoneVerified") ?? false)
+            } else {
+                adjust("users", legacyId, app.appId, handle, "phone '\(rawPhone)' is not E.164; dropped", &counts)
+            }
+        }
+        fields["phone_verified"] = fields["phone_verified"] ?? .bool(false)
+        fields["two_factor_phone"] = .bool(doc.bool("twoFactorPhoneVerification") ?? false)
+        fields["two_factor_google"] = .bool(doc.bool("twoFactorGoogleVerification") ?? false)
+        if let key = doc.string("googleSecretKey"), !key.isEmpty {
+            if let secret = TOTP.secret(fromKey: key) {
+                fields["totp"] = .string(try box.seal(TOTP.base32(secret), purpose: "totp:\(id)").base64EncodedString())
+            } else {
+                adjust("users", legacyId, app.appId, handle, "googleSecretKey is not base32; dropped (TOTP must be set up again)", &counts)
+                fields["two_factor_google"] = .bool(false)
+            }
+        }
+        if let lastLogin = doc.date("lastLogin") { fields["last_login"] = .string(ISO8601.milliseconds(lastLogin)) }
+        let createdAt = Self.date(doc, "createdAt")
+        let updatedAt = doc.date("updatedAt") ?? createdAt
+        fields["created_at"] = .string(ISO8601.milliseconds(createdAt))
+        fields["updated_at"] = .string(ISO8601.milliseconds(updatedAt))
+        return UserRow(fields: fields, index: index, appRef: ref, appId: app.appId, legacyId: legacyId, handle: handle, updatedAt: updatedAt)
+    }
+
+    /// True when `a` wins over `b` under merge-newest (newest updatedAt; ties by legacy id).
+    static func newer(_ a: (Date, String), than b: (Date, String)) -> Bool { a.0 != b.0 ? a.0 > b.0 : a.1 > b.1 }
+
+    func importUsers(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
+        var rows: [UserRow] = []
+        for item in batch {
+            if let row = try userRow(item.index, item.doc, bytes: item.bytes, &counts) { rows.append(row) }
+        }
+        // Duplicate handles inside the batch.
+        var winners: [String: UserRow] = [:]
+        for row in rows {
+            let key = "\(row.appRef)|\(row.handle.lowercased())"
+            guard let current = winners[key] else {
+                winners[key] = row
+                continue
+            }
+            let replace = options.duplicates == .mergeNewest && Self.newer((row.updatedAt, row.legacyId), than: (current.updatedAt, current.legacyId))
+            let (kept, dropped) = replace ? (row, current) : (current, row)
+            winners[key] = kept
+            refuse("users", dropped.legacyId, dropped.appId, dropped.handle, "duplicate handle in the app; kept legacy row \(kept.legacyId) (\(options.duplicates.rawValue))", &counts)
+        }
+        rows = rows.filter { winners["\($0.appRef)|\($0.handle.lowercased())"]?.legacyId == $0.legacyId }
+
+        let lastIndex = batch.last?.index ?? 0
+        if options.dryRun {
+            counts.imported += rows.count
+            return
+        }
+        let keys = JSONValue.array(rows.map { row in
+            var key: [String: JSONValue] = ["app_ref": .int(Int(row.appRef)), "handle": .string(row.handle.lowercased())]
+            if let name = row.userName { key["user_name"] = .string(name) }
+            if let phone = row.verifiedPhone { key["phone"] = .string(phone) }
+            if let provider = row.fields["login_provider"], let social = row.fields["social_user_id"] {
+                key["provider"] = provider
+                key["social"] = social
+            }
+            return .object(key)
+        })
+        let keysJSON = String(decoding: try JSONCoding.encode(keys), as: UTF8.self)
+        var importedNow = 0
+        var reports: [(ReportEntry, refused: Bool)] = []
+        try await client.transaction(logger: logger) { db in
+            reports = []
+            let collisions = try await LegacyImportStore.userCollisions(db, keys: keysJSON, logger: self.logger)
+            var byKey: [String: LegacyImportStore.Collision] = [:]
+            for c in collisions { byKey["\(c.kind)|\(c.appRef)|\(c.key)"] = c }
+            var accepted: [UserRow] = []
+            var replaced: [JSONValue] = []
+            var replacedIds = Set<String>()
+            for row in rows {
+                if let existing = byKey["handle|\(row.appRef)|\(row.handle.lowercased())"], existing.legacyId != row.legacyId {
+                    guard let existingId = existing.legacyId else {
+                        reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "refused",
+                                                    reason: "a user with this handle was created on this server; not overwritten"), true))
+                        continue
+                    }
+                    if self.options.duplicates == .mergeNewest && Self.newer((row.updatedAt, row.legacyId), than: (existing.updatedAt, existingId)) {
+                        replaced.append(.object(["app_ref": .int(Int(row.appRef)), "legacy_id": .string(existingId)]))
+                        replacedIds.insert("\(row.appRef)|\(existingId)")
+                        reports.append((ReportEntry(collection: "users", legacyId: existingId, appId: row.appId, handle: row.handle, action: "replaced",
+                                                    reason: "duplicate handle in the app; replaced by newer legacy row \(row.legacyId)"), false))
+                    } else {
+                        reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "refused",
+                                                    reason: "duplicate handle in the app; kept legacy row \(existingId) (\(self.options.duplicates.rawValue))"), true))
+                        continue
+                    }
+                }
+                accepted.append(row)
+            }
+            // Other unique keys: the attribute is dropped from the later row, the row is kept.
+            var taken = Set<String>()
+            for c in collisions where c.kind != "handle" && !replacedIds.contains("\(c.appRef)|\(c.legacyId ?? "")") {
+                taken.insert("\(c.kind)|\(c.appRef)|\(c.key)|\(c.legacyId ?? "")")
+            }
+            func clash(_ kind: String, _ row: UserRow, _ key: String) -> Bool {
+                let others = taken.filter { $0.hasPrefix("\(kind)|\(row.appRef)|\(key)|") && $0 != "\(kind)|\(row.appRef)|\(key)|\(row.legacyId)" }
+                taken.insert("\(kind)|\(row.appRef)|\(key)|\(row.legacyId)")
+                return !others.isEmpty
+            }
+            for i in accepted.indices {
+                let row = accepted[i]
+                func note(_ reason: String) {
+                    reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "adjusted", reason: reason), false))
+                }
+                if let name = row.userName, clash("userName", row, name) {
+                    accepted[i].fields["user_name"] = nil
+                    note("userName '\(name)' belongs to another user of the app; dropped")
+                }
+                if let phone = row.verifiedPhone, clash("phone", row, phone) {
+                    accepted[i].fields["phone_verified"] = .bool(false)
+                    note("phone \(phone) is verified by another user of the app; imported unverified")
+                }
+                if let social = row.socialKey, clash("social", row, social) {
+                    accepted[i].fields["social_user_id"] = nil
+                    note("provider account \(social) belongs to another user of the app; dropped")
+                }
+            }
+            if !replaced.isEmpty {
+                try await LegacyImportStore.deleteImportedUsers(
+                    db, ids: String(decoding: try JSONCoding.encode(JSONValue.array(replaced)), as: UTF8.self), logger: self.logger)
+            }
+            if !accepted.isEmpty {
+                let payload = JSONValue.array(accepted.map { .object($0.fields) })
+                try await LegacyImportStore.upsertUsers(db, rows: String(decoding: try JSONCoding.encode(payload), as: UTF8.self), logger: self.logger)
+            }
+            try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "users", rowsDone: lastIndex + 1, logger: self.logger)
+            importedNow = accepted.count
+        }
+        counts.imported += importedNow
+        for (entry, refused) in reports {
+            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
+            record(entry)
+        }
+    }
+
+    // MARK: signups and invites
+
+    func importPending(_ kind: AppRecordStore.Kind, _ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
+        let collection = kind.rawValue
+        var reports: [(ReportEntry, Bool)] = []
+        var importedNow = 0
+        let lastIndex = batch.last?.index ?? 0
+        let work: @Sendable (PostgresConnection?) async throws -> (Int, [(ReportEntry, Bool)]) = { db in
+            var reports: [(ReportEntry, Bool)] = []
+            var imported = 0
+            for item in batch {
+                let doc = item.doc
+                let appId = doc.string("appId") ?? ""
+                let legacyId = doc.id ?? ""
+                guard let (app, ref) = self.apps[appId] else {
+                    reports.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: doc.string("handle"), action: "refused",
+                                                reason: "its app is not in apps.json"), true))
+                    continue
+                }
+                let raw = doc.string("handle") ?? ""
+                let handle = LegacyMapping.handle(raw)
+                func refuse(_ reason: String) {
+                    reports.append((ReportEntry(collection: collection, legacyId: legacyId, appId: app.appId, handle: handle, action: "refused", reason: reason), true))
+                }
+                guard !legacyId.isEmpty, !handle.isEmpty else {
+                    refuse("no _id or no handle")
+                    continue
+                }
+                let legacyStatus = doc.string("status") ?? "pending"
+                let pending = legacyStatus == "pending"
+                let code = doc.int("code")
+                if pending && !(100_000...999_999).contains(code ?? 0) {
+                    refuse("pending without a usable 6-digit code")
+                    continue
+                }
+                let id = LegacyMapping.stableId(collection, app.appId, legacyId)
+                let createdAt = Self.date(doc, "createdAt")
+                let updatedAt = doc.date("updatedAt") ?? createdAt
+                let expiresAt: Date
+                switch (kind, pending) {
+                case (.signups, true): expiresAt = updatedAt.addingTimeInterval(48 * 3600)  // the legacy window
+                case (.invites, true): expiresAt = max(updatedAt, self.options.now).addingTimeInterval(self.options.inviteValidity)
+                default: expiresAt = updatedAt
+                }
+                guard let db else {
+                    imported += 1
+                    continue
+                }
+                if pending {
+                    if kind == .signups, try await LegacyImportStore.userExists(db, appRef: ref, handle: handle.lowercased(), logger: self.logger) {
+                        refuse("a user with this handle exists; the pending signup is obsolete")
+                        continue
+                    }
+                    if let other = try await LegacyImportStore.otherPending(db, kind, appRef: ref, handle: handle.lowercased(), legacyId: legacyId, logger: self.logger) {
+                        guard let otherId = other.legacyId else {
+                            refuse("a pending \(kind == .signups ? "signup" : "invite") for this handle was made on this server")
+                            continue
+                        }
+                        if self.options.duplicates == .mergeNewest && Self.newer((updatedAt, legacyId), than: (other.updatedAt, otherId)) {
+                            try await LegacyImportStore.deleteImported(db, kind, appRef: ref, legacyId: otherId, logger: self.logger)
+                            reports.append((ReportEntry(collection: collection, legacyId: otherId, appId: app.appId, handle: handle, action: "replaced",
+                                                        reason: "duplicate pending handle; replaced by newer legacy row \(legacyId)"), false))
+                        } else {
+                            refuse("duplicate pending handle; kept legacy row \(otherId) (\(self.options.duplicates.rawValue))")
+                            continue
+                        }
+                    }
+                }
+                let purpose = kind == .signups ? "signup-code:\(id)" : "invite-code:\(id)"
+                let sealed = pending ? try self.box.seal(String(code ?? 0), purpose: purpose) : nil
+                let metadata = String(decoding: try JSONCoding.encode(JSONValue.object(doc.object("metaData") ?? [:])), as: UTF8.self)
+                let locale = LegacyMapping.locale(doc.string("locale"))
+                let fingerprint = LegacyMapping.fingerprint(item.bytes)
+                let status = pending ? "pending" : "verified"
+                switch kind {
+                case .signups:
+                    let password = doc.string("password").flatMap { Self.isBcrypt($0) || ($0.count == 32 && $0.allSatisfy(\.isHexDigit)) ? $0 : nil }
+                    try await LegacyImportStore.upsertSignup(
+                        db, id: id, appRef: ref, handle: handle, passwordHash: password, codeSealed: sealed, metadata: metadata, locale: locale,
+                        status: status, expiresAt: expiresAt, createdAt: createdAt, updatedAt: updatedAt, legacyId: legacyId,
+                        fingerprint: fingerprint, logger: self.logger)
+                case .invites:
+                    try await LegacyImportStore.upsertInvite(
+                        db, id: id, appRef: ref, handle: handle, senderHandle: doc.string("senderHandle") ?? "superuser",
+                        senderUserId: doc.string("senderUserId") ?? "", codeSealed: sealed, metadata: metadata, locale: locale, status: status,
+                        expiresAt: expiresAt, createdAt: createdAt, updatedAt: updatedAt, legacyId: legacyId, fingerprint: fingerprint,
+                        logger: self.logger)
+                }
+                imported += 1
+            }
+            if let db {
+                try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: collection, rowsDone: lastIndex + 1, logger: self.logger)
+            }
+            return (imported, reports)
+        }
+        if options.dryRun {
+            (importedNow, reports) = try await work(nil)
+        } else {
+            (importedNow, reports) = try await client.transaction(logger: logger) { db in try await work(db) }
+        }
+        counts.imported += importedNow
+        for (entry, refused) in reports {
+            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
+            record(entry)
+        }
+    }
+
+    // MARK: templates
+
+    func importTemplates(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
+        var rows: [(ref: Int64, name: String, locale: String, subject: String, html: String, replyTo: String, link: String, updatedAt: Date)] = []
+        for item in batch {
+            let doc = item.doc
+            guard let (app, ref) = owner("emailtemplates", doc, &counts) else { continue }
+            let name = doc.string("templateName") ?? ""
+            guard EmailTemplate.names.contains(name), let html = doc.string("htmlTemplate") else {
+                refuse("emailtemplates", doc.id ?? "?", app.appId, nil, "unknown template name '\(name)' or no htmlTemplate", &counts)
+                continue
+            }
+            rows.append((ref, name, LegacyMapping.locale(doc.string("locale")), doc.string("subject") ?? "", html, doc.string("replyTo") ?? "",
+                         doc.string("localeLinkText") ?? "", Self.date(doc, "updatedAt")))
+        }
+        if options.dryRun {
+            counts.imported += rows.count
+            return
+        }
+        let lastIndex = batch.last?.index ?? 0
+        let finalRows = rows
+        try await client.transaction(logger: logger) { db in
+            for r in finalRows {
+                try await LegacyImportStore.upsertTemplate(
+                    db, appRef: r.ref, template: r.name, locale: r.locale, subject: r.subject, html: r.html, replyTo: r.replyTo,
+                    localeLinkText: r.link, updatedAt: r.updatedAt, logger: self.logger)
+            }
+            try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "emailtemplates", rowsDone: lastIndex + 1, logger: self.logger)
+        }
+        counts.imported += rows.count
+    }
+}

@@ -1,0 +1,28 @@
+-- 0004: what the CosyncJWT import (cosyncauth import-legacy) needs: the legacy id and a fingerprint
+-- of the source document on every imported row (a rerun changes only rows whose source changed, so
+-- running the import twice gives an identical database), a marker on imported apps, checkpoints for
+-- resuming, and the legacy server's public key for accepting old access tokens until a cut-off.
+
+ALTER TABLE apps ADD COLUMN legacy_fingerprint bytea;   -- NULL: created on this server
+ALTER TABLE users ADD COLUMN legacy_id text, ADD COLUMN legacy_fingerprint bytea;
+ALTER TABLE signups ADD COLUMN legacy_id text, ADD COLUMN legacy_fingerprint bytea;
+ALTER TABLE invites ADD COLUMN legacy_id text, ADD COLUMN legacy_fingerprint bytea;
+CREATE UNIQUE INDEX users_app_legacy_id ON users (app_ref, legacy_id) WHERE legacy_id IS NOT NULL;
+CREATE UNIQUE INDEX signups_app_legacy_id ON signups (app_ref, legacy_id) WHERE legacy_id IS NOT NULL;
+CREATE UNIQUE INDEX invites_app_legacy_id ON invites (app_ref, legacy_id) WHERE legacy_id IS NOT NULL;
+
+-- One row per (import source, collection): rows of that collection's file already committed.
+CREATE TABLE legacy_import_checkpoints (
+    source     text NOT NULL,
+    collection text NOT NULL,
+    rows_done  bigint NOT NULL,
+    PRIMARY KEY (source, collection)
+);
+
+-- The legacy server's public key: access tokens it signed (which never expired) are accepted for
+-- the users they name until accept_until.
+CREATE TABLE legacy_token_keys (
+    fingerprint    bytea PRIMARY KEY,          -- SHA-256 of the PEM
+    public_key_pem text NOT NULL,
+    accept_until   timestamptz NOT NULL
+);
