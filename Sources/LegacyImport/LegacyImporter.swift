@@ -27,6 +27,8 @@ public struct ImportOptions: Sendable {
     /// False in a dry run against a database without this server's schema: the appId conflict check
     /// is skipped (and said so).
     public var databaseReady = true
+    /// Entries to put in the report before the rows' (e.g. what a ZIP export lost).
+    public var notes: [ReportEntry] = []
 
     public init(directory: URL, encryptKey: String?) {
         self.directory = directory
@@ -130,6 +132,7 @@ public final class LegacyImporter: @unchecked Sendable {
         }
         if !options.dryRun, let url = options.reportURL { report = try ReportWriter(url: url) }
         defer { try? report?.close() }
+        for note in options.notes { record(note) }
 
         // 2. Apps.
         for app in imported {

@@ -30,8 +30,17 @@ public struct ReportEntry: Sendable {
     public let legacyId: String
     public let appId: String
     public let handle: String?
-    public let action: String  // refused | adjusted | replaced
+    public let action: String  // refused | adjusted | replaced | lost
     public let reason: String
+
+    public init(collection: String, legacyId: String, appId: String, handle: String?, action: String, reason: String) {
+        self.collection = collection
+        self.legacyId = legacyId
+        self.appId = appId
+        self.handle = handle
+        self.action = action
+        self.reason = reason
+    }
 
     public var json: JSONValue {
         var object: [String: JSONValue] = [

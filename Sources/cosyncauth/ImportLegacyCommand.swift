@@ -20,7 +20,7 @@ struct ImportLegacyCommand: AsyncParsableCommand {
     @OptionGroup var db: DatabaseOptions
     @OptionGroup var secrets: SecretOptions
 
-    @Argument(help: "The folder of mongoexport files")
+    @Argument(help: "The folder of mongoexport files, or the legacy server's export .zip (lossy)")
     var directory: String
 
     @Option(name: .customLong("encrypt-key"), help: "The legacy server's encryptKey (env COSYNC_LEGACY_ENCRYPT_KEY); omit if it ran without one")
@@ -49,10 +49,34 @@ struct ImportLegacyCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Failure.guarded {
-            let folder = URL(fileURLWithPath: directory)
+            var folder = URL(fileURLWithPath: directory)
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw ConfigurationError("DIR", "\(directory) is not a folder")
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
+                throw ConfigurationError("DIR", "\(directory) does not exist")
+            }
+            var zipNotes: [ReportEntry] = []
+            if !isDirectory.boolValue {
+                guard directory.lowercased().hasSuffix(".zip") else {
+                    throw ConfigurationError("DIR", "\(directory) is neither a folder of mongoexport files nor a legacy export .zip")
+                }
+                let converted: LegacyZipExport.Result
+                do {
+                    converted = try LegacyZipExport.convert(zip: folder, workDirectory: FileManager.default.temporaryDirectory)
+                } catch let failure as ImportFailure {
+                    FileHandle.standardError.write(Data("cosyncauth: import-legacy: \(failure.description)\n".utf8))
+                    throw ExitCode(1)
+                }
+                folder = converted.folder
+                FileHandle.standardError.write(Data("""
+                    warning: a legacy export ZIP is lossy. It does not carry:
+                    \(LegacyZipExport.alwaysLost.map { "  - " + $0 }.joined(separator: "\n"))
+                    Prefer a mongoexport of the legacy database (README: Migrating from CosyncJWT).
+
+                    """.utf8))
+                for (field, rows) in converted.losses.sorted(by: { $0.key < $1.key }) {
+                    zipNotes.append(ReportEntry(collection: "zip", legacyId: "", appId: "", handle: nil, action: "lost",
+                                                reason: "\(field): \(rows) rows held [object Object] or an unreadable value; not carried"))
+                }
             }
             guard let policy = ImportOptions.DuplicatePolicy(rawValue: duplicates) else {
                 throw ConfigurationError("--duplicates", "must be merge-newest or skip")
@@ -65,6 +89,7 @@ struct ImportLegacyCommand: AsyncParsableCommand {
             options.batchSize = batchSize
             options.inviteValidity = Double(inviteDays) * 86400
             options.reportURL = URL(fileURLWithPath: report)
+            options.notes = zipNotes
             if let legacyPublicKey {
                 guard let pem = try? String(contentsOfFile: legacyPublicKey, encoding: .utf8) else {
                     throw ConfigurationError("--legacy-public-key", "cannot read \(legacyPublicKey)")

@@ -217,46 +217,92 @@ struct LegacyImportTests {
         #expect(try await services.apps.view(appId: created.app.appId).state.name == "Native")
     }
 
+    /// A new database on the test cluster, its URL, and a client on it.
+    static func scratchDatabase(_ services: CosyncServices, _ name: String) async throws -> (String, PostgresClient, Task<Void, Never>) {
+        guard let base = ProcessInfo.processInfo.environment["DATABASE_URL"], let slash = base.range(of: "/", options: .backwards) else {
+            throw LegacyFixture.Failure(description: "DATABASE_URL is not set")
+        }
+        let query = base[slash.upperBound...].split(separator: "?", maxSplits: 1).dropFirst().first.map { "?\($0)" } ?? ""
+        let database = "\(name)_\(Secrets.hexIdentifier().prefix(8))"
+        try await services.client.withConnection { db in
+            _ = try await db.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: services.logger)
+        }
+        let url = base[..<slash.upperBound] + database + query
+        let client = PostgresClient(configuration: try DatabaseURL(url).clientConfiguration(maxConnections: 2), backgroundLogger: services.logger)
+        return (url, client, Task { await client.run() })
+    }
+
+    /// Starts `cosyncauth import-legacy` (the binary deploy/test.sh built) on a database.
+    static func importer(_ url: String, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = LegacyFixture.root.appendingPathComponent(".build/debug/cosyncauth")
+        process.arguments = ["import-legacy"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_URL"] = url
+        env["COSYNC_MASTER_KEY"] = TestEnvironment.masterKey
+        env["LOG_LEVEL"] = "error"
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test("the legacy export ZIP: imports what it carries, with the same appId, token, key and hashes, and reports what it lost")
+    func exportZip() async throws {
+        let services = try await TestEnvironment.services()
+        let (folder, manifest) = try LegacyFixture.make()
+        let appA = try #require(manifest["apps"]?.arrayValue?.first { $0["ref"] == .string("A") }?.objectValue)
+        let zip = folder.appendingPathComponent("export.zip")
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: try LegacyFixture.python())
+        make.arguments = [LegacyFixture.root.appendingPathComponent("deploy/legacy/make_export_zip.py").path, folder.path, appA.string("appId"), zip.path]
+        try make.run()
+        make.waitUntilExit()
+        try #require(make.terminationStatus == 0)
+
+        let (url, client, runner) = try await Self.scratchDatabase(services, "import_zip")
+        defer { runner.cancel() }
+        let report = folder.appendingPathComponent("zip-report.json")
+        let run = try Self.importer(url, [zip.path, "--report", report.path])
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0)
+        let facts = try await client.withConnection { db -> [String] in
+            var out: [String] = []
+            let rows = try await db.query(
+                """
+                SELECT a.app_id || ' ' || encode(t.token_hash, 'hex') || ' ' || k.public_key_pem || ' ' || (SELECT count(*) FROM users u WHERE u.app_ref = a.id)
+                    || ' ' || coalesce((SELECT password_hash FROM users u WHERE u.app_ref = a.id AND u.handle = 'alice@example.com'), '')
+                FROM apps a JOIN app_tokens t ON t.app_ref = a.id JOIN app_keys k ON k.app_ref = a.id AND k.active
+                """, logger: services.logger)
+            for try await line in rows.decode(String.self) { out.append(line) }
+            return out
+        }
+        let pem = String(decoding: Data(base64Encoded: appA.string("rawPublicKey")) ?? Data(), as: UTF8.self)
+        let tokenHash = Secrets.sha256(appA.string("appToken")).map { String(format: "%02x", $0) }.joined()
+        #expect(facts.count == 1)
+        #expect(facts.first?.hasPrefix("\(appA.string("appId")) \(tokenHash) \(pem) ") == true, "\(facts)")
+        #expect(facts.first?.hasSuffix(" $2b$10$lmJDx9lfQL5cH/0CxGeCD.cBpHHxCvY0tW/eHVRzlSchzGB7Vch9y") == true, "\(facts)")
+        let entries = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: report)).arrayValue ?? []
+        #expect(entries.contains { $0["action"] == .string("lost") && ($0["reason"]?.stringValue ?? "").contains("users.metaData") })
+    }
+
     @Test("killed with SIGKILL mid-way and rerun, the import ends as an uninterrupted one")
     func killAndResume() async throws {
         let services = try await TestEnvironment.services()
         let (folder, manifest) = try LegacyFixture.make(["--apps", "3", "--users", "6000"])
         let appIds = (manifest["apps"]?.arrayValue ?? []).compactMap { $0["appId"]?.stringValue }
-        guard let base = ProcessInfo.processInfo.environment["DATABASE_URL"], let slash = base.range(of: "/", options: .backwards) else {
-            throw LegacyFixture.Failure(description: "DATABASE_URL is not set")
-        }
-        let query = base[slash.upperBound...].split(separator: "?", maxSplits: 1).dropFirst().first.map { "?\($0)" } ?? ""
-        func url(_ name: String) -> String { base[..<slash.upperBound] + name + query }
-        let suffix = Secrets.hexIdentifier().prefix(8)
-        let straight = "import_straight_\(suffix)", resumed = "import_resumed_\(suffix)"
-        try await services.client.withConnection { db in
-            _ = try await db.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(straight)"), logger: services.logger)
-            _ = try await db.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(resumed)"), logger: services.logger)
-        }
-        let binary = LegacyFixture.root.appendingPathComponent(".build/debug/cosyncauth")
-        func importer(_ database: String) throws -> Process {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["import-legacy", folder.path, "--encrypt-key", "jojo123", "--batch-size", "200", "--report", folder.appendingPathComponent("\(database).json").path]
-            var env = ProcessInfo.processInfo.environment
-            env["DATABASE_URL"] = url(database)
-            env["COSYNC_MASTER_KEY"] = TestEnvironment.masterKey
-            env["LOG_LEVEL"] = "error"
-            process.environment = env
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+        let (straight, straightClient, straightRunner) = try await Self.scratchDatabase(services, "import_straight")
+        let (resumed, client, resumedRunner) = try await Self.scratchDatabase(services, "import_resumed")
+        defer { [straightRunner, resumedRunner].forEach { $0.cancel() } }
+        func importer(_ url: String) throws -> Process {
+            try Self.importer(url, [folder.path, "--encrypt-key", "jojo123", "--batch-size", "200", "--report", folder.appendingPathComponent("\(UUID()).json").path])
         }
         let first = try importer(straight)
         first.waitUntilExit()
         #expect(first.terminationStatus == 0)
 
         // Kill the second one once some user batches have committed.
-        let client = PostgresClient(configuration: try DatabaseURL(url(resumed)).clientConfiguration(maxConnections: 2), backgroundLogger: services.logger)
-        let straightClient = PostgresClient(configuration: try DatabaseURL(url(straight)).clientConfiguration(maxConnections: 2), backgroundLogger: services.logger)
-        let runners = [Task { await client.run() }, Task { await straightClient.run() }]
-        defer { runners.forEach { $0.cancel() } }
         let victim = try importer(resumed)
         var doneAtKill = 0
         for _ in 0..<2000 {

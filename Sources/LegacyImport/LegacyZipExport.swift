@@ -1,0 +1,175 @@
+import CSV
+import CosyncAuth
+import Foundation
+import ZIPFoundation
+
+/// The legacy server's per-app export ZIP (admin-and-legacy.md §5.1: five CSV files), turned into
+/// the mongoexport-shaped folder the importer reads. The ZIP is lossy; `losses` says what, per
+/// field, and the README lists it.
+public enum LegacyZipExport {
+    public static let files = [
+        "app-collection.csv", "user-collection.csv", "signup-collection.csv", "invite-collection.csv", "email-template-collection.csv",
+    ]
+
+    /// What the ZIP cannot carry, whatever its content (no column, or rendered as `[object Object]`).
+    public static let alwaysLost = [
+        "apps: anonymousLoginEnabled, userNamesEnabled, appleLoginEnabled, appleBundleId, googleLoginEnabled, googleClientId (not exported: defaults apply)",
+        "apps: metaData, metaDataInvite, appData (exported as [object Object]: no metadata fields, so JWTs carry no metadata claims until they are set again)",
+        "users: userName, loginProvider, socialUserId (not exported: user-name login and Apple/Google login of existing users stop working)",
+        "users, signups, invites: metaData (exported as [object Object]: dropped)",
+        "signups: signupProvider; emailtemplates: localeLinkText (not exported); resetpasswords, applogs (not exported)",
+        "every _id (rows get stable ids from their file and line)",
+    ]
+
+    public struct Result: Sendable {
+        public let folder: URL
+        /// Field → number of rows whose value could not be carried.
+        public let losses: [String: Int]
+    }
+
+    /// Unzips `zip` and writes apps.json, users.json, signups.json, invites.json and
+    /// emailtemplates.json (JSON lines) into a new folder under `workDirectory`.
+    public static func convert(zip: URL, workDirectory: URL) throws -> Result {
+        let folder = workDirectory.appendingPathComponent("legacy-zip-\(UUID().uuidString)")
+        let csvFolder = folder.appendingPathComponent("csv")
+        try FileManager.default.createDirectory(at: csvFolder, withIntermediateDirectories: true)
+        let archive: Archive
+        do {
+            archive = try Archive(url: zip, accessMode: .read)
+        } catch {
+            throw ImportFailure("\(zip.path) is not a readable ZIP file")
+        }
+        for name in files {
+            guard let entry = archive[name] else { throw ImportFailure("\(zip.lastPathComponent) has no \(name) at its root: not a legacy export") }
+            _ = try archive.extract(entry, to: csvFolder.appendingPathComponent(name))
+        }
+        var losses: [String: Int] = [:]
+
+        // The app row: its appId comes from the app token's payload.
+        let appRows = try rows(csvFolder.appendingPathComponent("app-collection.csv"))
+        guard appRows.count == 1, let appRow = appRows.first else { throw ImportFailure("app-collection.csv must hold exactly one app") }
+        guard let token = appRow["appToken"], let appId = appIdOf(token: token) else {
+            throw ImportFailure("app-collection.csv: appToken is missing or has no appId in its payload")
+        }
+        var app = document(appRow, id: "zip-app", dates: ["createdAt", "updatedAt"], lists: ["locales"], losses: &losses, collection: "apps")
+        app["appId"] = .string(appId)
+        for key in ["maxLoginAttempts"] { app[key] = nil }
+        try write([app], to: folder.appendingPathComponent("apps.json"))
+
+        func convert(_ file: String, _ collection: String, dates: Set<String>, numbers: [String]) throws {
+            let out = folder.appendingPathComponent("\(collection).json")
+            guard FileManager.default.createFile(atPath: out.path, contents: nil), let handle = FileHandle(forWritingAtPath: out.path) else {
+                throw ImportFailure("cannot write \(out.path)")
+            }
+            defer { try? handle.close() }
+            var line = 0
+            try forEachRow(csvFolder.appendingPathComponent(file)) { row in
+                line += 1
+                var doc = document(row, id: "zip-\(collection)-\(line)", dates: dates, lists: [], losses: &losses, collection: collection)
+                if doc["appId"] != nil { doc["appId"] = .string(appId) }
+                for key in numbers { if let text = doc[key]?.stringValue, let n = Int(text) { doc[key] = .int(n) } }
+                handle.write(try JSONCoding.encode(JSONValue.object(doc)))
+                handle.write(Data("\n".utf8))
+            }
+        }
+        try convert("user-collection.csv", "users", dates: ["lastLogin", "createdAt", "updatedAt"], numbers: ["phoneCode"])
+        try convert("signup-collection.csv", "signups", dates: ["createdAt", "updatedAt"], numbers: ["code"])
+        try convert("invite-collection.csv", "invites", dates: ["createdAt", "updatedAt"], numbers: ["code"])
+        try convert("email-template-collection.csv", "emailtemplates", dates: ["createdAt", "updatedAt"], numbers: [])
+        try? FileManager.default.removeItem(at: csvFolder)
+        return Result(folder: folder, losses: losses)
+    }
+
+    /// A CSV row as a legacy document: empty cells are absent (as csv-writer wrote absent fields),
+    /// `[object Object]` values are dropped and counted, JS `Date.toString()` dates become `$date`.
+    static func document(
+        _ row: [String: String], id: String, dates: Set<String>, lists: Set<String>, losses: inout [String: Int], collection: String
+    ) -> [String: JSONValue] {
+        var doc: [String: JSONValue] = ["_id": .string(id)]
+        for (key, value) in row where !value.isEmpty {
+            if value.contains("[object Object]") {
+                losses["\(collection).\(key)", default: 0] += 1
+                continue
+            }
+            if dates.contains(key) {
+                if let date = jsDate(value) {
+                    doc[key] = .object(["$date": .string(ISO8601.milliseconds(date))])
+                } else {
+                    losses["\(collection).\(key) (unreadable date)", default: 0] += 1
+                }
+            } else if lists.contains(key) {
+                doc[key] = .array(value.split(separator: ",").map { .string($0.trimmingCharacters(in: .whitespaces)) })
+            } else {
+                doc[key] = .string(value)
+            }
+        }
+        return doc
+    }
+
+    /// `Mon Jan 15 2024 10:00:00 GMT+0000 (Coordinated Universal Time)`: the parenthesised zone name
+    /// is ignored, the `GMT±hhmm` offset honoured.
+    static func jsDate(_ text: String) -> Date? {
+        let parts = text.split(separator: " ")
+        guard parts.count >= 6, let day = Int(parts[2]), let year = Int(parts[3]) else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let month = months.firstIndex(of: String(parts[1])) else { return nil }
+        let time = parts[4].split(separator: ":").compactMap { Int($0) }
+        let zone = parts[5]
+        guard time.count == 3, zone.hasPrefix("GMT"), zone.count == 8, let offset = Int(zone.dropFirst(4)) else { return nil }
+        let sign = zone.dropFirst(3).first == "-" ? -1 : 1
+        var components = DateComponents()
+        components.year = year
+        components.month = month + 1
+        components.day = day
+        components.hour = time[0]
+        components.minute = time[1]
+        components.second = time[2]
+        components.timeZone = TimeZone(secondsFromGMT: sign * ((offset / 100) * 3600 + (offset % 100) * 60))
+        return Calendar(identifier: .gregorian).date(from: components)
+    }
+
+    static func appIdOf(token: String) -> String? {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3, let data = Base64URL.decodeLenient(String(parts[1])),
+            let appId = (try? JSONDecoder().decode(JSONValue.self, from: data))?["appId"]?.stringValue, AppAdministration.isAppId(appId)
+        else { return nil }
+        return appId
+    }
+
+    /// Reads every row (header-keyed; a repeated header keeps its first column).
+    static func rows(_ url: URL) throws -> [[String: String]] {
+        var all: [[String: String]] = []
+        try forEachRow(url) { all.append($0) }
+        return all
+    }
+
+    /// One CSV file of a per-app export, read whole (the ZIP holds one app; Foundation's InputStream
+    /// reports end-of-file as an error to the CSV reader on Linux).
+    static func forEachRow(_ url: URL, _ body: ([String: String]) throws -> Void) throws {
+        guard let data = FileManager.default.contents(atPath: url.path) else { throw ImportFailure("cannot read \(url.lastPathComponent)") }
+        let reader: CSVReader
+        do {
+            reader = try CSVReader(string: String(decoding: data, as: UTF8.self), hasHeaderRow: true)
+        } catch {
+            throw ImportFailure("\(url.lastPathComponent): not a CSV file (\(error))")
+        }
+        let header = reader.headerRow ?? []
+        while let row = reader.next() {
+            var record: [String: String] = [:]
+            for (index, name) in header.enumerated() where index < row.count && record[name] == nil {
+                record[name] = row[index]
+            }
+            try body(record)
+        }
+        if let error = reader.error { throw ImportFailure("\(url.lastPathComponent): \(error)") }
+    }
+
+    static func write(_ documents: [[String: JSONValue]], to url: URL) throws {
+        var data = Data()
+        for doc in documents {
+            data.append(try JSONCoding.encode(JSONValue.object(doc)))
+            data.append(Data("\n".utf8))
+        }
+        try data.write(to: url)
+    }
+}
