@@ -10,6 +10,9 @@ PORT="${PORT:-8080}"
 BUILD="${BUILD:-debug}"
 
 command -v swift >/dev/null || { echo "swift is not on PATH (Swift 6.1 or newer is needed)" >&2; exit 1; }
+# shellcheck source=lib/postgres.sh
+. "$ROOT/deploy/lib/postgres.sh"
+build_deps_install_if_missing
 
 DATABASE_URL="$(deploy/local-postgres.sh start)"
 export DATABASE_URL

@@ -8,6 +8,7 @@ cd "$ROOT"
 . "$ROOT/deploy/lib/postgres.sh"
 
 pg_install_if_missing
+build_deps_install_if_missing
 pg_ensure_os_user
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/cosyncauth-test.XXXXXX")"
 chmod 755 "$TMP"

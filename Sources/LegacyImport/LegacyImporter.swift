@@ -153,7 +153,7 @@ public final class LegacyImporter: @unchecked Sendable {
         progress.line("apps: \(imported.count) (\(imported.map { "\($0.name) \($0.appId)" }.joined(separator: ", ")))")
 
         // 3. The rest, streamed in batches.
-        try await importCollection("users") { try await importUsers($0, &$1) }
+        try await importCollection("users", prepare: { try self.prepareUsers($0) }, write: { try await self.writeUsers($0, &$1) })
         try await importCollection("signups") { try await importPending(.signups, $0, &$1) }
         try await importCollection("invites") { try await importPending(.invites, $0, &$1) }
         try await importCollection("emailtemplates") { try await importTemplates($0, &$1) }
@@ -219,8 +219,12 @@ public final class LegacyImporter: @unchecked Sendable {
 
     typealias Batch = [(index: Int, doc: LegacyDocument, bytes: ArraySlice<UInt8>)]
 
-    /// Streams one collection in batches; each batch and its checkpoint commit together.
-    func importCollection(_ name: String, batch handle: (Batch, inout ImportSummary.Counts) async throws -> Void) async throws {
+    /// Streams one collection in batches; each batch and its checkpoint commit together. The next
+    /// batch is read and prepared (`prepare`, off the writer's path) while the current one is written.
+    func importCollection<Prepared: Sendable>(
+        _ name: String, prepare: @escaping @Sendable (Batch) throws -> Prepared,
+        write: (Prepared, inout ImportSummary.Counts) async throws -> Void
+    ) async throws {
         guard let url = file(name) else {
             progress.line("\(name): no \(name).json, skipped")
             return
@@ -231,23 +235,30 @@ public final class LegacyImporter: @unchecked Sendable {
         var counts = ImportSummary.Counts()
         let started = Date()
         progress.start(name, total: progress.isInteractive ? try countDocuments(url) : nil, resumedAt: done)
-        let reader = try DocumentReader(url: url)
-        try reader.skip(done)
-        var position = done
-        while true {
+        let reader = SendableReader(try DocumentReader(url: url))
+        try reader.value.skip(done)
+        let batchSize = options.batchSize
+        @Sendable func next() throws -> (Int, Prepared)? {
             var batch: Batch = []
-            while batch.count < options.batchSize, let bytes = try reader.next() {
-                batch.append((position, try LegacyDocument(bytes: bytes), bytes))
-                position += 1
+            while batch.count < batchSize, let bytes = try reader.value.next() {
+                batch.append((reader.value.count - 1, try LegacyDocument(bytes: bytes), bytes))
             }
-            if batch.isEmpty { break }
-            counts.read += batch.count
-            try await handle(batch, &counts)
-            progress.advance(name, done: position, rate: Double(counts.read) / max(Date().timeIntervalSince(started), 0.001))
+            return batch.isEmpty ? nil : (batch.count, try prepare(batch))
+        }
+        var upcoming = Task { try next() }
+        while let (size, prepared) = try await upcoming.value {
+            upcoming = Task { try next() }
+            counts.read += size
+            try await write(prepared, &counts)
+            progress.advance(name, done: done + counts.read, rate: Double(counts.read) / max(Date().timeIntervalSince(started), 0.001))
         }
         counts.seconds = Date().timeIntervalSince(started)
-        progress.finish(name, read: position)
+        progress.finish(name, read: done + counts.read)
         summary.collections.append((name, counts))
+    }
+
+    func importCollection(_ name: String, batch handle: (Batch, inout ImportSummary.Counts) async throws -> Void) async throws {
+        try await importCollection(name, prepare: { $0 }, write: handle)
     }
 
     func countDocuments(_ url: URL) throws -> Int {
@@ -304,5 +315,63 @@ final class ReportWriter: @unchecked Sendable {
     func close() throws {
         handle.write(Data("\n]\n".utf8))
         try handle.close()
+    }
+}
+
+/// The reader moves between the task that reads a batch and the next one, never shared at once.
+final class SendableReader: @unchecked Sendable {
+    let value: DocumentReader
+    init(_ value: DocumentReader) { self.value = value }
+}
+
+/// JSON text of a value, without Codable's overhead (batches of a million rows are built with it).
+enum CompactJSON {
+    static func text(_ value: JSONValue) -> String {
+        var out = ""
+        write(value, into: &out)
+        return out
+    }
+
+    static func write(_ value: JSONValue, into out: inout String) {
+        switch value {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
+        case .double(let d): out += d.isFinite ? String(d) : "null"
+        case .string(let s): quote(s, into: &out)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                write(item, into: &out)
+            }
+            out += "]"
+        case .object(let object):
+            out += "{"
+            for (i, (key, item)) in object.enumerated() {
+                if i > 0 { out += "," }
+                quote(key, into: &out)
+                out += ":"
+                write(item, into: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func quote(_ s: String, into out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
     }
 }

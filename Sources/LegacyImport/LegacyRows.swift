@@ -2,9 +2,20 @@ import CosyncAuth
 import Foundation
 import PostgresNIO
 
+/// Report entries made while preparing a batch off the writer's path (refused: true/false).
+struct Notes: Sendable {
+    var entries: [(ReportEntry, refused: Bool)] = []
+    mutating func refuse(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
+        entries.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "refused", reason: reason), true))
+    }
+    mutating func adjust(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
+        entries.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "adjusted", reason: reason), false))
+    }
+}
+
 extension LegacyImporter {
     /// One user row on its way to PostgreSQL, and the unique keys it needs.
-    struct UserRow {
+    struct UserRow: Sendable {
         var fields: [String: JSONValue]
         let index: Int
         let appRef: Int64
@@ -42,17 +53,20 @@ extension LegacyImporter {
     }
 
     /// Maps a legacy user document (admin-and-legacy.md §3.2) or refuses it.
-    func userRow(_ index: Int, _ doc: LegacyDocument, bytes: ArraySlice<UInt8>, _ counts: inout ImportSummary.Counts) throws -> UserRow? {
-        guard let (app, ref) = owner("users", doc, &counts) else { return nil }
+    func userRow(_ index: Int, _ doc: LegacyDocument, bytes: ArraySlice<UInt8>, _ notes: inout Notes) throws -> UserRow? {
+        guard let (app, ref) = apps[doc.string("appId") ?? ""] else {
+            notes.refuse("users", doc.id ?? "?", doc.string("appId") ?? "", doc.string("handle"), "its app is not in apps.json")
+            return nil
+        }
         let legacyId = doc.id ?? ""
         let raw = doc.string("handle") ?? ""
         let handle = LegacyMapping.handle(raw)
         guard !legacyId.isEmpty, !handle.isEmpty, handle.count <= 254 else {
-            refuse("users", legacyId, app.appId, raw, "no _id or no usable handle", &counts)
+            notes.refuse("users", legacyId, app.appId, raw, "no _id or no usable handle")
             return nil
         }
         if handle != raw {
-            adjust("users", legacyId, app.appId, handle, "handle normalised from '\(raw)' (legacy login lower-cased and trimmed the typed handle)", &counts)
+            notes.adjust("users", legacyId, app.appId, handle, "handle normalised from '\(raw)' (legacy login lower-cased and trimmed the typed handle)")
         }
         let id = LegacyMapping.stableId("user", app.appId, legacyId)
         var fields: [String: JSONValue] = [
@@ -67,14 +81,14 @@ extension LegacyImporter {
             } else if password.count == 32, password.allSatisfy(\.isHexDigit) {
                 fields["password_hash"] = .string(password.lowercased())  // raw MD5 era: upgraded to bcrypt at the next login
             } else {
-                adjust("users", legacyId, app.appId, handle, "password is neither bcrypt nor a 32-hex MD5; dropped (the user resets it)", &counts)
+                notes.adjust("users", legacyId, app.appId, handle, "password is neither bcrypt nor a 32-hex MD5; dropped (the user resets it)")
             }
         }
         if let name = doc.string("userName"), !name.isEmpty {
             if let normalised = Identifiers.normalizedUserName(name) {
                 fields["user_name"] = .string(normalised)
             } else {
-                adjust("users", legacyId, app.appId, handle, "userName '\(name)' is not a valid user name; dropped", &counts)
+                notes.adjust("users", legacyId, app.appId, handle, "userName '\(name)' is not a valid user name; dropped")
             }
         }
         let provider = doc.string("loginProvider") ?? ""
@@ -86,7 +100,7 @@ extension LegacyImporter {
                 fields["phone"] = .string(phone)
                 fields["phone_verified"] = .bool(doc.bool("phoneVerified") ?? false)
             } else {
-                adjust("users", legacyId, app.appId, handle, "phone '\(rawPhone)' is not E.164; dropped", &counts)
+                notes.adjust("users", legacyId, app.appId, handle, "phone '\(rawPhone)' is not E.164; dropped")
             }
         }
         fields["phone_verified"] = fields["phone_verified"] ?? .bool(false)
@@ -96,7 +110,7 @@ extension LegacyImporter {
             if let secret = TOTP.secret(fromKey: key) {
                 fields["totp"] = .string(try box.seal(TOTP.base32(secret), purpose: "totp:\(id)").base64EncodedString())
             } else {
-                adjust("users", legacyId, app.appId, handle, "googleSecretKey is not base32; dropped (TOTP must be set up again)", &counts)
+                notes.adjust("users", legacyId, app.appId, handle, "googleSecretKey is not base32; dropped (TOTP must be set up again)")
                 fields["two_factor_google"] = .bool(false)
             }
         }
@@ -111,12 +125,13 @@ extension LegacyImporter {
     /// True when `a` wins over `b` under merge-newest (newest updatedAt; ties by legacy id).
     static func newer(_ a: (Date, String), than b: (Date, String)) -> Bool { a.0 != b.0 ? a.0 > b.0 : a.1 > b.1 }
 
-    func importUsers(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
+    /// Maps a batch and settles duplicate handles inside it. Runs while the previous batch is written.
+    func prepareUsers(_ batch: Batch) throws -> (rows: [UserRow], notes: Notes, lastIndex: Int) {
+        var notes = Notes()
         var rows: [UserRow] = []
         for item in batch {
-            if let row = try userRow(item.index, item.doc, bytes: item.bytes, &counts) { rows.append(row) }
+            if let row = try userRow(item.index, item.doc, bytes: item.bytes, &notes) { rows.append(row) }
         }
-        // Duplicate handles inside the batch.
         var winners: [String: UserRow] = [:]
         for row in rows {
             let key = "\(row.appRef)|\(row.handle.lowercased())"
@@ -127,11 +142,19 @@ extension LegacyImporter {
             let replace = options.duplicates == .mergeNewest && Self.newer((row.updatedAt, row.legacyId), than: (current.updatedAt, current.legacyId))
             let (kept, dropped) = replace ? (row, current) : (current, row)
             winners[key] = kept
-            refuse("users", dropped.legacyId, dropped.appId, dropped.handle, "duplicate handle in the app; kept legacy row \(kept.legacyId) (\(options.duplicates.rawValue))", &counts)
+            notes.refuse("users", dropped.legacyId, dropped.appId, dropped.handle, "duplicate handle in the app; kept legacy row \(kept.legacyId) (\(options.duplicates.rawValue))")
         }
         rows = rows.filter { winners["\($0.appRef)|\($0.handle.lowercased())"]?.legacyId == $0.legacyId }
+        return (rows, notes, batch.last?.index ?? 0)
+    }
 
-        let lastIndex = batch.last?.index ?? 0
+    func writeUsers(_ prepared: (rows: [UserRow], notes: Notes, lastIndex: Int), _ counts: inout ImportSummary.Counts) async throws {
+        for (entry, refused) in prepared.notes.entries {
+            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
+            record(entry)
+        }
+        let rows = prepared.rows
+        let lastIndex = prepared.lastIndex
         if options.dryRun {
             counts.imported += rows.count
             return
@@ -146,7 +169,7 @@ extension LegacyImporter {
             }
             return .object(key)
         })
-        let keysJSON = String(decoding: try JSONCoding.encode(keys), as: UTF8.self)
+        let keysJSON = CompactJSON.text(keys)
         var importedNow = 0
         var reports: [(ReportEntry, refused: Bool)] = []
         try await client.transaction(logger: logger) { db in
@@ -210,8 +233,8 @@ extension LegacyImporter {
                     db, ids: String(decoding: try JSONCoding.encode(JSONValue.array(replaced)), as: UTF8.self), logger: self.logger)
             }
             if !accepted.isEmpty {
-                let payload = JSONValue.array(accepted.map { .object($0.fields) })
-                try await LegacyImportStore.upsertUsers(db, rows: String(decoding: try JSONCoding.encode(payload), as: UTF8.self), logger: self.logger)
+                let payload = "[" + accepted.map { CompactJSON.text(.object($0.fields)) }.joined(separator: ",") + "]"
+                try await LegacyImportStore.upsertUsers(db, rows: payload, logger: self.logger)
             }
             try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "users", rowsDone: lastIndex + 1, logger: self.logger)
             importedNow = accepted.count

@@ -96,3 +96,19 @@ pg_createdb() {
     "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres "$name"
   fi
 }
+
+# C libraries the Swift build links: zlib (ZIPFoundation, for legacy export ZIPs) and OpenSSL headers.
+build_deps_install_if_missing() {
+  local missing=()
+  [ -f /usr/include/zlib.h ] || missing+=(zlib1g-dev)
+  [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    pg_log "missing build libraries: install ${missing[*]} first."
+    return 1
+  fi
+  pg_log "installing ${missing[*]} with apt-get (one time)..."
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null || return 1
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
+}
