@@ -20,7 +20,8 @@ public final class ImportProgress: @unchecked Sendable {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    public func line(_ text: String) { emit(text + "\n") }
+    /// A line of its own (on a terminal, the bar in progress is cleared first and redrawn by the next update).
+    public func line(_ text: String) { emit((isInteractive ? "\r\u{1B}[K" : "") + text + "\n") }
 
     func start(_ name: String, total: Int?, resumedAt: Int) {
         self.total = total

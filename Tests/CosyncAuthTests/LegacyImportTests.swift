@@ -202,6 +202,9 @@ struct LegacyImportTests {
     func conflictingAppId() async throws {
         let services = try await TestEnvironment.services()
         let (folder, manifest) = try LegacyFixture.make(["--json-array"])
+        // The --jsonArray form reads like the JSON-lines one.
+        let dry = try await LegacyFixture.importInto(services, folder) { $0.dryRun = true }
+        #expect(dry.counts("users")?.read == 10 && dry.counts("signups")?.read == 8 && dry.counts("emailtemplates")?.read == 24)
         // Replace app B's appId in the export with one of an app created here.
         let created = try await services.apps.create(["name": .string("Native")], actor: "test")
         let appB = manifest["apps"]?.arrayValue?.first { $0["ref"] == .string("B") }?["appId"]?.stringValue ?? ""

@@ -9,17 +9,22 @@ PG_OS_USER="${PG_OS_USER:-postgres}"
 
 pg_log() { printf '%s\n' "$*" >&2; }
 
+# Installs Debian packages (one time); without root, says what to install and fails.
+apt_install_as_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    pg_log "missing: install the Debian packages $* first (we are not root)."
+    return 1
+  fi
+  pg_log "installing $* with apt-get (one time)..."
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null || return 1
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null || return 1
+}
+
 # Installs PostgreSQL from Debian when no initdb is found.
 pg_install_if_missing() {
   if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then return 0; fi
-  if [ "$(id -u)" -ne 0 ]; then
-    pg_log "PostgreSQL is not installed and we are not root: install the 'postgresql' package first."
-    return 1
-  fi
-  pg_log "installing PostgreSQL with apt-get (one time)..."
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null || return 1
-  apt-get install -y -qq --no-install-recommends postgresql postgresql-client >/dev/null || return 1
+  apt_install_as_root postgresql postgresql-client
 }
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
@@ -102,13 +107,5 @@ build_deps_install_if_missing() {
   local missing=()
   [ -f /usr/include/zlib.h ] || missing+=(zlib1g-dev)
   [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  if [ "$(id -u)" -ne 0 ]; then
-    pg_log "missing build libraries: install ${missing[*]} first."
-    return 1
-  fi
-  pg_log "installing ${missing[*]} with apt-get (one time)..."
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null || return 1
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
+  [ "${#missing[@]}" -eq 0 ] || apt_install_as_root "${missing[@]}"
 }
