@@ -26,3 +26,24 @@ CREATE TABLE legacy_token_keys (
     public_key_pem text NOT NULL,
     accept_until   timestamptz NOT NULL
 );
+
+-- The import's report: every refused, adjusted, replaced or lost row, written in the transaction of
+-- the batch it belongs to (so a resumed import keeps the entries of the batches before the crash);
+-- the JSON report file is exported from here at the end of each run.
+CREATE TABLE legacy_import_report (
+    seq        bigserial,
+    source     text NOT NULL,
+    collection text NOT NULL,
+    legacy_id  text NOT NULL,
+    action     text NOT NULL,
+    reason     text NOT NULL,
+    entry      jsonb NOT NULL,
+    PRIMARY KEY (source, collection, legacy_id, action, reason)
+);
+
+-- Legacy apps cloned through the legacy ZIP import share a key pair: a key id is unique per app.
+ALTER TABLE app_keys DROP CONSTRAINT app_keys_pkey, ADD PRIMARY KEY (app_ref, kid);
+
+-- The JWT `sub` a user had on the legacy server when the import normalised its handle (legacy put
+-- the stored handle, as it was, in `sub`; backends keyed by `sub` must keep seeing the same value).
+ALTER TABLE users ADD COLUMN jwt_subject text;

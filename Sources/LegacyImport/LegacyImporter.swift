@@ -74,7 +74,8 @@ public final class LegacyImporter: @unchecked Sendable {
     let box: SecretBox
     let logger: Logger
     let progress: ImportProgress
-    var report: ReportWriter?
+    /// Entries waiting for the transaction of their batch (see `flushReport`).
+    var reportBuffer: [ReportEntry] = []
     var summary = ImportSummary()
     var apps: [String: (app: ImportedApp, ref: Int64)] = [:]
     var source = ""
@@ -130,8 +131,6 @@ public final class LegacyImporter: @unchecked Sendable {
         if let pem = options.legacyPublicKeyPEM, options.legacyTokensUntil == nil || (try? RSAKeyMaterial.publicKeyCheck(pem)) == nil {
             throw ImportFailure("--legacy-public-key needs a valid RSA public key PEM and --legacy-tokens-until")
         }
-        if !options.dryRun, let url = options.reportURL { report = try ReportWriter(url: url) }
-        defer { try? report?.close() }
         for note in options.notes { record(note) }
 
         // 2. Apps.
@@ -147,6 +146,7 @@ public final class LegacyImporter: @unchecked Sendable {
             let ref = try await writeApp(app)
             apps[app.appId] = (app, ref)
         }
+        try await flushReport()
         appCounts.imported = imported.count
         appCounts.seconds = Date().timeIntervalSince(started)
         summary.collections.append(("apps", appCounts))
@@ -164,27 +164,63 @@ public final class LegacyImporter: @unchecked Sendable {
                 try await LegacyImportStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: until, logger: self.logger)
             }
         }
+        summary.reportEntries = options.dryRun ? summary.reportEntries : try await exportReport()
         return summary
     }
 
+    /// The import source: SHA-256 over the content of every input file (streamed), so a new export
+    /// is a new source even when its files have the same sizes.
     func sourceId(_ appsFile: URL) throws -> String {
-        // The import source: the apps export's content (small) and the other files' sizes.
         var hasher = SHA256()
-        hasher.update(data: try Data(contentsOf: appsFile))
-        for collection in ["users", "signups", "invites", "emailtemplates", "resetpasswords"] {
-            if let url = file(collection), let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int {
-                hasher.update(data: Data("\(collection):\(size)".utf8))
+        for collection in ["apps", "users", "signups", "invites", "emailtemplates", "resetpasswords"] {
+            guard let url = file(collection), let handle = FileHandle(forReadingAtPath: url.path) else { continue }
+            defer { try? handle.close() }
+            hasher.update(data: Data("\(collection)\n".utf8))
+            while true {
+                let chunk = handle.readData(ofLength: 4 << 20)
+                if chunk.isEmpty { break }
+                hasher.update(data: chunk)
             }
         }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
+    /// Notes an entry of the report. It is stored with the batch it belongs to (or at once when
+    /// `flushReport` runs on its own), so a resumed run keeps the entries of committed batches.
     func record(_ entry: ReportEntry) {
         summary.reportEntries += 1
-        report?.write(entry)
-        if options.dryRun && summary.reportEntries <= 20 {
-            progress.line("  \(entry.action) \(entry.collection) \(entry.legacyId)\(entry.handle.map { " \($0)" } ?? ""): \(entry.reason)")
+        if options.dryRun {
+            if summary.reportEntries <= 20 {
+                progress.line("  \(entry.action) \(entry.collection) \(entry.legacyId)\(entry.handle.map { " \($0)" } ?? ""): \(entry.reason)")
+            }
+        } else {
+            reportBuffer.append(entry)
         }
+    }
+
+    /// Writes the buffered entries, inside the caller's transaction when it has one.
+    func flushReport(_ db: PostgresConnection? = nil) async throws {
+        guard !reportBuffer.isEmpty, !options.dryRun else { return }
+        let entries = reportBuffer
+        reportBuffer = []
+        let payload = "[" + entries.map { CompactJSON.text($0.json) }.joined(separator: ",") + "]"
+        if let db {
+            try await LegacyImportStore.insertReport(db, source: source, entries: payload, logger: logger)
+        } else {
+            try await client.withConnection { try await LegacyImportStore.insertReport($0, source: self.source, entries: payload, logger: self.logger) }
+        }
+    }
+
+    /// The report of this source (this run and any earlier, interrupted one) as a JSON array file.
+    func exportReport() async throws -> Int {
+        guard !options.dryRun, let url = options.reportURL else { return 0 }
+        try await flushReport()
+        let writer = try ReportWriter(url: url)
+        let count = try await client.withConnection { db in
+            try await LegacyImportStore.reportEntries(db, source: self.source, logger: self.logger) { writer.write(json: $0) }
+        }
+        try writer.close()
+        return count
     }
 
     func writeApp(_ app: ImportedApp) async throws -> Int64 {
@@ -269,6 +305,7 @@ public final class LegacyImporter: @unchecked Sendable {
 
     func refuseAll(_ name: String, reason: String) async throws {
         guard let url = file(name) else { return }
+        try await flushReport()
         var counts = ImportSummary.Counts()
         let reader = try DocumentReader(url: url)
         while let bytes = try reader.next() {
@@ -276,7 +313,9 @@ public final class LegacyImporter: @unchecked Sendable {
             counts.refused += 1
             let doc = try LegacyDocument(bytes: bytes)
             record(ReportEntry(collection: name, legacyId: doc.id ?? "?", appId: doc.string("appId") ?? "", handle: doc.string("handle"), action: "refused", reason: reason))
+            if reportBuffer.count >= 1000 { try await flushReport() }
         }
+        try await flushReport()
         summary.collections.append((name, counts))
     }
 
@@ -306,8 +345,7 @@ final class ReportWriter: @unchecked Sendable {
         self.handle = handle
     }
 
-    func write(_ entry: ReportEntry) {
-        let text = String(decoding: (try? JSONCoding.encode(entry.json)) ?? Data("{}".utf8), as: UTF8.self)
+    func write(json text: String) {
         handle.write(Data(((first ? "  " : ",\n  ") + text).utf8))
         first = false
     }

@@ -191,7 +191,10 @@ enum LegacyMapping {
             default: s.emailExtensionSenderEmail = text
             }
         }
-        if let locales = doc.array("locales")?.compactMap({ $0.stringValue?.uppercased() }) {
+        // A list the legacy ZIP import corrupted into ["EN,FR"] is split again.
+        if let locales = doc.array("locales")?.compactMap({ $0.stringValue?.uppercased() })
+            .flatMap({ $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } })
+        {
             let known = locales.filter { Locales.known.contains($0) }
             if known.count != locales.count { notes.append("locales: unknown codes dropped from \(locales)") }
             var list = known.filter { $0 != Locales.defaultLocale }

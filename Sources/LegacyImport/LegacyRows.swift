@@ -1,5 +1,6 @@
 import CosyncAuth
 import Foundation
+import HummingbirdBcrypt
 import PostgresNIO
 
 /// Report entries made while preparing a batch off the writer's path (refused: true/false).
@@ -29,6 +30,13 @@ extension LegacyImporter {
             guard let social = fields["social_user_id"]?.stringValue, let provider = fields["login_provider"]?.stringValue else { return nil }
             return "\(provider):\(social)"
         }
+    }
+
+    /// A legacy raw MD5 hex password (before 2021-07) as bcrypt(md5hex) at cost 10, the form every
+    /// other password has: the MD5 itself is what clients send, so it is never stored.
+    static func bcryptOfRawMD5(_ text: String) -> String? {
+        guard text.count == 32, text.allSatisfy(\.isHexDigit) else { return nil }
+        return Bcrypt.hash(text.lowercased(), cost: 10)
     }
 
     static func isBcrypt(_ text: String) -> Bool {
@@ -65,8 +73,10 @@ extension LegacyImporter {
             notes.refuse("users", legacyId, app.appId, raw, "no _id or no usable handle")
             return nil
         }
+        var subject: String?
         if handle != raw {
-            notes.adjust("users", legacyId, app.appId, handle, "handle normalised from '\(raw)' (legacy login lower-cased and trimmed the typed handle)")
+            notes.adjust("users", legacyId, app.appId, handle, "handle normalised from '\(raw)' (legacy login lower-cased and trimmed the typed handle); the JWT sub stays '\(raw)'")
+            subject = raw
         }
         let id = LegacyMapping.stableId("user", app.appId, legacyId)
         var fields: [String: JSONValue] = [
@@ -75,17 +85,20 @@ extension LegacyImporter {
             "locale": .string(LegacyMapping.locale(doc.string("locale"))),
             "status": .string(doc.string("status") == "active" || doc.string("status") == nil ? "active" : "suspended"),
         ]
+        if let subject { fields["jwt_subject"] = .string(subject) }
         if let password = doc.string("password"), !password.isEmpty {
             if Self.isBcrypt(password) {
                 fields["password_hash"] = .string(password)
-            } else if password.count == 32, password.allSatisfy(\.isHexDigit) {
-                fields["password_hash"] = .string(password.lowercased())  // raw MD5 era: upgraded to bcrypt at the next login
+            } else if let hash = Self.bcryptOfRawMD5(password) {
+                fields["password_hash"] = .string(hash)  // the raw-MD5 era: hashed now, never stored as is
             } else {
                 notes.adjust("users", legacyId, app.appId, handle, "password is neither bcrypt nor a 32-hex MD5; dropped (the user resets it)")
             }
         }
         if let name = doc.string("userName"), !name.isEmpty {
-            if let normalised = Identifiers.normalizedUserName(name) {
+            // Legacy did not validate user names: any name without '@' or spaces, of at most 64 characters.
+            let normalised = name.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+            if !normalised.isEmpty, normalised.count <= 64, !normalised.contains("@"), !normalised.contains(where: \.isWhitespace) {
                 fields["user_name"] = .string(normalised)
             } else {
                 notes.adjust("users", legacyId, app.appId, handle, "userName '\(name)' is not a valid user name; dropped")
@@ -236,13 +249,14 @@ extension LegacyImporter {
                 let payload = "[" + accepted.map { CompactJSON.text(.object($0.fields)) }.joined(separator: ",") + "]"
                 try await LegacyImportStore.upsertUsers(db, rows: payload, logger: self.logger)
             }
+            for (entry, _) in reports { self.record(entry) }
+            try await self.flushReport(db)
             try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "users", rowsDone: lastIndex + 1, logger: self.logger)
             importedNow = accepted.count
         }
         counts.imported += importedNow
-        for (entry, refused) in reports {
+        for (_, refused) in reports {
             if refused { counts.refused += 1 } else { counts.adjusted += 1 }
-            record(entry)
         }
     }
 
@@ -322,7 +336,7 @@ extension LegacyImporter {
                 let status = pending ? "pending" : "verified"
                 switch kind {
                 case .signups:
-                    let password = doc.string("password").flatMap { Self.isBcrypt($0) || ($0.count == 32 && $0.allSatisfy(\.isHexDigit)) ? $0 : nil }
+                    let password = doc.string("password").flatMap { Self.isBcrypt($0) ? $0 : Self.bcryptOfRawMD5($0) }
                     try await LegacyImportStore.upsertSignup(
                         db, id: id, appRef: ref, handle: handle, passwordHash: password, codeSealed: sealed, metadata: metadata, locale: locale,
                         status: status, expiresAt: expiresAt, createdAt: createdAt, updatedAt: updatedAt, legacyId: legacyId,
@@ -343,30 +357,49 @@ extension LegacyImporter {
         }
         if options.dryRun {
             (importedNow, reports) = try await work(nil)
+            for (entry, _) in reports { record(entry) }
         } else {
-            (importedNow, reports) = try await client.transaction(logger: logger) { db in try await work(db) }
+            (importedNow, reports) = try await client.transaction(logger: logger) { db in
+                let result = try await work(db)
+                for (entry, _) in result.1 { self.record(entry) }
+                try await self.flushReport(db)
+                return result
+            }
         }
         counts.imported += importedNow
-        for (entry, refused) in reports {
+        for (_, refused) in reports {
             if refused { counts.refused += 1 } else { counts.adjusted += 1 }
-            record(entry)
         }
     }
 
     // MARK: templates
 
+    struct TemplateRow: Sendable {
+        let legacyId: String, appId: String, ref: Int64, name: String, locale: String, subject: String, html: String, replyTo: String
+        let link: String, updatedAt: Date
+    }
+
+    /// Templates: one per (app, name, locale). Duplicates follow `--duplicates` (newest `updatedAt`,
+    /// or the first) and are reported; a row without a known locale is the EN one, and says so.
     func importTemplates(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
-        var rows: [(ref: Int64, name: String, locale: String, subject: String, html: String, replyTo: String, link: String, updatedAt: Date)] = []
+        var rows: [TemplateRow] = []
         for item in batch {
             let doc = item.doc
             guard let (app, ref) = owner("emailtemplates", doc, &counts) else { continue }
             let name = doc.string("templateName") ?? ""
+            let legacyId = doc.id ?? "?"
             guard EmailTemplate.names.contains(name), let html = doc.string("htmlTemplate") else {
-                refuse("emailtemplates", doc.id ?? "?", app.appId, nil, "unknown template name '\(name)' or no htmlTemplate", &counts)
+                refuse("emailtemplates", legacyId, app.appId, nil, "unknown template name '\(name)' or no htmlTemplate", &counts)
                 continue
             }
-            rows.append((ref, name, LegacyMapping.locale(doc.string("locale")), doc.string("subject") ?? "", html, doc.string("replyTo") ?? "",
-                         doc.string("localeLinkText") ?? "", Self.date(doc, "updatedAt")))
+            let rawLocale = doc.string("locale")
+            let locale = LegacyMapping.locale(rawLocale)
+            if rawLocale?.uppercased() != locale {
+                adjust("emailtemplates", legacyId, app.appId, nil, "template \(name): locale '\(rawLocale ?? "")' missing or unknown; imported as \(locale)", &counts)
+            }
+            rows.append(TemplateRow(
+                legacyId: legacyId, appId: app.appId, ref: ref, name: name, locale: locale, subject: doc.string("subject") ?? "", html: html,
+                replyTo: doc.string("replyTo") ?? "", link: doc.string("localeLinkText") ?? "", updatedAt: Self.date(doc, "updatedAt")))
         }
         if options.dryRun {
             counts.imported += rows.count
@@ -374,14 +407,35 @@ extension LegacyImporter {
         }
         let lastIndex = batch.last?.index ?? 0
         let finalRows = rows
-        try await client.transaction(logger: logger) { db in
+        let newest = options.duplicates == .mergeNewest
+        let (imported, refused, adjusted) = try await client.transaction(logger: logger) { db -> (Int, Int, Int) in
+            var imported = 0, refused = 0, adjusted = 0
             for r in finalRows {
+                if let existing = try await LegacyImportStore.template(db, appRef: r.ref, name: r.name, locale: r.locale, logger: self.logger) {
+                    let same = existing.updatedAt == r.updatedAt && existing.subject == r.subject && existing.html == r.html
+                        && existing.replyTo == r.replyTo && existing.link == r.link
+                    if same { imported += 1; continue }  // this very row, from an earlier run
+                    guard newest && r.updatedAt > existing.updatedAt else {
+                        refused += 1
+                        self.record(ReportEntry(collection: "emailtemplates", legacyId: r.legacyId, appId: r.appId, handle: nil, action: "refused",
+                                                reason: "duplicate template \(r.name)/\(r.locale); kept the \(newest ? "newer" : "first") row"))
+                        continue
+                    }
+                    adjusted += 1
+                    self.record(ReportEntry(collection: "emailtemplates", legacyId: r.legacyId, appId: r.appId, handle: nil, action: "replaced",
+                                            reason: "duplicate template \(r.name)/\(r.locale); this newer row replaced an older one"))
+                }
                 try await LegacyImportStore.upsertTemplate(
                     db, appRef: r.ref, template: r.name, locale: r.locale, subject: r.subject, html: r.html, replyTo: r.replyTo,
                     localeLinkText: r.link, updatedAt: r.updatedAt, logger: self.logger)
+                imported += 1
             }
+            try await self.flushReport(db)
             try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "emailtemplates", rowsDone: lastIndex + 1, logger: self.logger)
+            return (imported, refused, adjusted)
         }
-        counts.imported += rows.count
+        counts.imported += imported
+        counts.refused += refused
+        counts.adjusted += adjusted
     }
 }

@@ -32,7 +32,9 @@ public enum LegacyZipExport {
     public static func convert(zip: URL, workDirectory: URL) throws -> Result {
         let folder = workDirectory.appendingPathComponent("legacy-zip-\(UUID().uuidString)")
         let csvFolder = folder.appendingPathComponent("csv")
-        try FileManager.default.createDirectory(at: csvFolder, withIntermediateDirectories: true)
+        // Decrypted secrets (keys, credentials) pass through here: owner-only, and removed after the run.
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(at: csvFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let archive: Archive
         do {
             archive = try Archive(url: zip, accessMode: .read)

@@ -55,6 +55,8 @@ struct ImportLegacyCommand: AsyncParsableCommand {
                 throw ConfigurationError("DIR", "\(directory) does not exist")
             }
             var zipNotes: [ReportEntry] = []
+            var convertedFolder: URL?
+            defer { if let convertedFolder { try? FileManager.default.removeItem(at: convertedFolder) } }
             if !isDirectory.boolValue {
                 guard directory.lowercased().hasSuffix(".zip") else {
                     throw ConfigurationError("DIR", "\(directory) is neither a folder of mongoexport files nor a legacy export .zip")
@@ -67,6 +69,7 @@ struct ImportLegacyCommand: AsyncParsableCommand {
                     throw ExitCode(1)
                 }
                 folder = converted.folder
+                convertedFolder = converted.folder
                 FileHandle.standardError.write(Data("""
                     warning: a legacy export ZIP is lossy. It does not carry:
                     \(LegacyZipExport.alwaysLost.map { "  - " + $0 }.joined(separator: "\n"))

@@ -52,10 +52,11 @@ enum LegacyFixture {
     }
 
     /// A canonical text of every imported row of these apps (sealed columns too, unless
-    /// `comparableAcrossDatabases`: sealing uses random nonces, and internal refs differ).
+    /// `comparableAcrossDatabases`: sealing and the bcrypt of raw-MD5 passwords use random nonces and
+    /// salts, and internal refs differ).
     static func snapshot(_ client: PostgresClient, appIds: [String], comparableAcrossDatabases: Bool = false, logger: Logger) async throws -> String {
         let drop = comparableAcrossDatabases
-            ? "- 'totp_secret_sealed' - 'code_sealed' - 'token_sealed' - 'private_key_sealed' - 'credentials_sealed' - 'app_secret_hash'" : ""
+            ? "- 'totp_secret_sealed' - 'code_sealed' - 'token_sealed' - 'private_key_sealed' - 'credentials_sealed' - 'app_secret_hash' - 'password_hash'" : ""
         let query = PostgresQuery(unsafeSQL: """
             SELECT coalesce(string_agg(t, E'\\n' ORDER BY t), '') FROM (
               SELECT 'app ' || (to_jsonb(a) - 'id' \(drop))::text AS t FROM apps a WHERE a.app_id = ANY($1)
@@ -153,7 +154,10 @@ struct LegacyImportTests {
             // and space-for-plus handles log in normalised; the raw-MD5 user logs in and is upgraded.
             #expect(code(try await a.login("bob@example.com", "hunter22")) == 404)
             #expect(try await b.login("carol", "Password1!").object["login-token"] != nil)
-            #expect(try await b.login("eve@example.com", "Admin#Made9").object["jwt"] != nil)
+            // Eve's handle was normalised; her JWT keeps the legacy `sub`.
+            let eve = try await b.login("eve@example.com", "Admin#Made9").object["jwt"]?.stringValue ?? ""
+            #expect(SDKJWTCheck.payload(eve)["sub"] == .string("Eve@Example.com"))
+            #expect(SDKJWTCheck.isValid(jwt: eve, rawPublicKey: appB.string("rawPublicKey")))
             #expect(try await a.login("henry@example.com", "HenryTwo#2").object["jwt"] != nil, "the newest duplicate won")
             #expect(code(try await a.login("henry@example.com", "HenryOne#1")) == 600)
             #expect(try await a.login("ivy+test@example.com", "Ivy+Pass1").object["jwt"] != nil)
@@ -325,6 +329,13 @@ struct LegacyImportTests {
         rerun.waitUntilExit()
         #expect(rerun.terminationStatus == 0)
 
+        // The rerun's report still holds what the killed run refused before the kill.
+        let reports = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: [.contentModificationDateKey])
+            .filter { $0.pathExtension == "json" && $0.lastPathComponent.count > 40 }
+            .sorted { (try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate ?? .distantPast) ?? .distantPast
+                < (try? $1.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate ?? .distantPast) ?? .distantPast }
+        let lastReport = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: try #require(reports.last))).arrayValue ?? []
+        #expect(lastReport.contains { ($0["reason"]?.stringValue ?? "").contains("duplicate handle") })
         let a = try await LegacyFixture.snapshot(straightClient, appIds: appIds, comparableAcrossDatabases: true, logger: services.logger)
         let b = try await LegacyFixture.snapshot(client, appIds: appIds, comparableAcrossDatabases: true, logger: services.logger)
         #expect(a.count > 100_000 && a == b)

@@ -103,7 +103,7 @@ public struct EndUserFlows: Sendable {
         guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
         else { throw EndUserError.invalidAccessToken }
-        let handle = claims.handle.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let handle = Input.handle(claims.handle)  // as the import normalised it
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
         }) else { throw whenNoUser }

@@ -113,7 +113,7 @@ public enum Metadata {
         }
         if emailClaim && claims["email"] == nil { claims["email"] = .string(user.handle) }
         claims["aud"] = .string(settings.realmAppId.isEmpty ? "none" : settings.realmAppId)
-        claims["sub"] = .string(user.handle)
+        claims["sub"] = .string(user.jwtSubject ?? user.handle)
         claims["iat"] = .int(Int(now.timeIntervalSince1970))
         claims["exp"] = .int(Int(now.timeIntervalSince1970) + hours * 3600)
         return claims

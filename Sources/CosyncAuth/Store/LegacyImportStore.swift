@@ -123,21 +123,21 @@ public enum LegacyImportStore {
             """
             INSERT INTO users (id, app_ref, handle, user_name, password_hash, locale, status, login_provider, social_user_id, metadata,
                                phone, phone_verified, two_factor_phone, two_factor_google, totp_secret_sealed, last_login,
-                               created_at, updated_at, legacy_id, legacy_fingerprint)
+                               created_at, updated_at, legacy_id, legacy_fingerprint, jwt_subject)
             SELECT r.id, r.app_ref, r.handle, r.user_name, r.password_hash, r.locale, r.status, r.login_provider, r.social_user_id,
                    coalesce(r.metadata, '{}'::jsonb), r.phone, r.phone_verified, r.two_factor_phone, r.two_factor_google,
-                   decode(r.totp, 'base64'), r.last_login, r.created_at, r.updated_at, r.legacy_id, decode(r.fingerprint, 'base64')
+                   decode(r.totp, 'base64'), r.last_login, r.created_at, r.updated_at, r.legacy_id, decode(r.fingerprint, 'base64'), r.jwt_subject
             FROM jsonb_to_recordset(\(rows)::jsonb) AS r(
                 id uuid, app_ref bigint, handle text, user_name text, password_hash text, locale text, status text, login_provider text,
                 social_user_id text, metadata jsonb, phone text, phone_verified boolean, two_factor_phone boolean, two_factor_google boolean,
-                totp text, last_login timestamptz, created_at timestamptz, updated_at timestamptz, legacy_id text, fingerprint text)
+                totp text, last_login timestamptz, created_at timestamptz, updated_at timestamptz, legacy_id text, fingerprint text, jwt_subject text)
             ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET
                 handle = excluded.handle, user_name = excluded.user_name, password_hash = excluded.password_hash, locale = excluded.locale,
                 status = excluded.status, login_provider = excluded.login_provider, social_user_id = excluded.social_user_id,
                 metadata = excluded.metadata, phone = excluded.phone, phone_verified = excluded.phone_verified,
                 two_factor_phone = excluded.two_factor_phone, two_factor_google = excluded.two_factor_google,
                 totp_secret_sealed = excluded.totp_secret_sealed, last_login = excluded.last_login, created_at = excluded.created_at,
-                updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
+                updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint, jwt_subject = excluded.jwt_subject
             WHERE users.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
             """, logger: logger)
     }
@@ -206,6 +206,18 @@ public enum LegacyImportStore {
 
     // MARK: templates
 
+    public static func template(
+        _ db: PostgresConnection, appRef: Int64, name: String, locale: String, logger: Logger
+    ) async throws -> (updatedAt: Date, subject: String, html: String, replyTo: String, link: String)? {
+        let rows = try await db.query(
+            """
+            SELECT updated_at, subject, html, reply_to, locale_link_text FROM email_templates
+            WHERE app_ref = \(appRef) AND template = \(name) AND locale = \(locale)
+            """, logger: logger)
+        for try await row in rows.decode((Date, String, String, String, String).self) { return row }
+        return nil
+    }
+
     /// Newest `updatedAt` wins among duplicates; an unchanged row is left alone.
     public static func upsertTemplate(
         _ db: PostgresConnection, appRef: Int64, template: String, locale: String, subject: String, html: String, replyTo: String,
@@ -219,6 +231,31 @@ public enum LegacyImportStore {
                 reply_to = excluded.reply_to, locale_link_text = excluded.locale_link_text, updated_at = excluded.updated_at
             WHERE email_templates.updated_at < excluded.updated_at
             """, logger: logger)
+    }
+
+    // MARK: report
+
+    /// Stores report entries (a jsonb array of `{collection, legacyId, action, reason, …}`); an entry
+    /// already stored by an earlier run of the same source is kept once.
+    public static func insertReport(_ db: PostgresConnection, source: String, entries: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            INSERT INTO legacy_import_report (source, collection, legacy_id, action, reason, entry)
+            SELECT \(source), e->>'collection', coalesce(e->>'legacyId', ''), e->>'action', e->>'reason', e
+            FROM jsonb_array_elements(\(entries)::jsonb) AS e
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+
+    /// Calls `body` with each entry of the source's report, in the order they were made; returns the count.
+    public static func reportEntries(_ db: PostgresConnection, source: String, logger: Logger, _ body: (String) throws -> Void) async throws -> Int {
+        let rows = try await db.query("SELECT entry::text FROM legacy_import_report WHERE source = \(source) ORDER BY seq", logger: logger)
+        var count = 0
+        for try await text in rows.decode(String.self) {
+            try body(text)
+            count += 1
+        }
+        return count
     }
 
     // MARK: legacy access tokens

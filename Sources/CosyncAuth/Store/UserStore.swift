@@ -7,7 +7,7 @@ public enum UserStore {
     static let columns = """
         id, app_ref, handle, user_name, password_hash, locale, status, login_provider, social_user_id, \
         metadata::text, phone, phone_verified, two_factor_phone, two_factor_google, token_version, last_login, \
-        created_at, updated_at
+        created_at, updated_at, jwt_subject
         """
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [User] {
@@ -15,14 +15,14 @@ public enum UserStore {
         for try await row in rows {
             let c = try row.decode(
                 (UUID, Int64, String, String?, String?, String, String, String, String?, String, String?, Bool, Bool, Bool,
-                 Int, Date?, Date, Date).self)
+                 Int, Date?, Date, Date, String?).self)
             let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.9.utf8))) ?? [:]
             users.append(
                 User(
                     id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: c.6,
                     loginProvider: c.7, socialUserId: c.8, metaData: metadata, phone: c.10, phoneVerified: c.11,
                     twoFactorPhone: c.12, twoFactorGoogle: c.13, tokenVersion: c.14, lastLogin: c.15, createdAt: c.16,
-                    updatedAt: c.17))
+                    updatedAt: c.17, jwtSubject: c.18))
         }
         return users
     }

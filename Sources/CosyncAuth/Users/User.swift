@@ -21,6 +21,9 @@ public struct User: Sendable {
     public var lastLogin: Date?
     public let createdAt: Date
     public var updatedAt: Date
+    /// The JWT `sub` when it is not the handle: the legacy handle as stored, for users whose handle
+    /// the import normalised.
+    public var jwtSubject: String? = nil
 
     public func json() -> [String: JSONValue] {
         var object: [String: JSONValue] = [
