@@ -68,7 +68,6 @@ let package = Package(
             dependencies: [
                 "CosyncAuth",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "CSV", package: "CSV.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,6 +1,5 @@
 import CosyncAuth
 import Foundation
-import HummingbirdBcrypt
 import PostgresNIO
 
 /// Report entries made while preparing a batch off the writer's path (refused: true/false).
@@ -32,11 +31,12 @@ extension LegacyImporter {
         }
     }
 
-    /// A legacy raw MD5 hex password (before 2021-07) as bcrypt(md5hex) at cost 10, the form every
-    /// other password has: the MD5 itself is what clients send, so it is never stored.
-    static func bcryptOfRawMD5(_ text: String) -> String? {
+    /// A legacy raw MD5 hex password (before 2021-07) in the stored form of
+    /// `PasswordHasher.legacyDigest`: the MD5 itself is what clients send, so it is never stored;
+    /// bcrypt replaces it at the next login (hashing at import would cost ~50 ms a row).
+    static func storedFormOfRawMD5(_ text: String) -> String? {
         guard text.count == 32, text.allSatisfy(\.isHexDigit) else { return nil }
-        return Bcrypt.hash(text.lowercased(), cost: 10)
+        return PasswordHasher.legacyDigest(md5Hex: text)
     }
 
     static func isBcrypt(_ text: String) -> Bool {
@@ -89,7 +89,7 @@ extension LegacyImporter {
         if let password = doc.string("password"), !password.isEmpty {
             if Self.isBcrypt(password) {
                 fields["password_hash"] = .string(password)
-            } else if let hash = Self.bcryptOfRawMD5(password) {
+            } else if let hash = Self.storedFormOfRawMD5(password) {
                 fields["password_hash"] = .string(hash)  // the raw-MD5 era: hashed now, never stored as is
             } else {
                 notes.adjust("users", legacyId, app.appId, handle, "password is neither bcrypt nor a 32-hex MD5; dropped (the user resets it)")
@@ -336,7 +336,7 @@ extension LegacyImporter {
                 let status = pending ? "pending" : "verified"
                 switch kind {
                 case .signups:
-                    let password = doc.string("password").flatMap { Self.isBcrypt($0) ? $0 : Self.bcryptOfRawMD5($0) }
+                    let password = doc.string("password").flatMap { Self.isBcrypt($0) ? $0 : Self.storedFormOfRawMD5($0) }
                     try await LegacyImportStore.upsertSignup(
                         db, id: id, appRef: ref, handle: handle, passwordHash: password, codeSealed: sealed, metadata: metadata, locale: locale,
                         status: status, expiresAt: expiresAt, createdAt: createdAt, updatedAt: updatedAt, legacyId: legacyId,

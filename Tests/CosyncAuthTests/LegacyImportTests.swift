@@ -52,11 +52,10 @@ enum LegacyFixture {
     }
 
     /// A canonical text of every imported row of these apps (sealed columns too, unless
-    /// `comparableAcrossDatabases`: sealing and the bcrypt of raw-MD5 passwords use random nonces and
-    /// salts, and internal refs differ).
+    /// `comparableAcrossDatabases`: sealing uses random nonces, and internal refs differ).
     static func snapshot(_ client: PostgresClient, appIds: [String], comparableAcrossDatabases: Bool = false, logger: Logger) async throws -> String {
         let drop = comparableAcrossDatabases
-            ? "- 'totp_secret_sealed' - 'code_sealed' - 'token_sealed' - 'private_key_sealed' - 'credentials_sealed' - 'app_secret_hash' - 'password_hash'" : ""
+            ? "- 'totp_secret_sealed' - 'code_sealed' - 'token_sealed' - 'private_key_sealed' - 'credentials_sealed' - 'app_secret_hash'" : ""
         let query = PostgresQuery(unsafeSQL: """
             SELECT coalesce(string_agg(t, E'\\n' ORDER BY t), '') FROM (
               SELECT 'app ' || (to_jsonb(a) - 'id' \(drop))::text AS t FROM apps a WHERE a.app_id = ANY($1)
@@ -161,6 +160,14 @@ struct LegacyImportTests {
             #expect(try await a.login("henry@example.com", "HenryTwo#2").object["jwt"] != nil, "the newest duplicate won")
             #expect(code(try await a.login("henry@example.com", "HenryOne#1")) == 600)
             #expect(try await a.login("ivy+test@example.com", "Ivy+Pass1").object["jwt"] != nil)
+            // Grace's raw MD5 was not stored as such; it becomes bcrypt at her first login.
+            let before = try await services.client.withConnection { db in
+                for try await hash in try await db.query("SELECT password_hash FROM users WHERE handle = 'grace@example.com'", logger: services.logger).decode(String.self) {
+                    return hash
+                }
+                return ""
+            }
+            #expect(before.hasPrefix("$sha256-md5$") && !before.contains(SDK.md5("OldTimer7")))
             let grace = try await b.login("grace@example.com", "OldTimer7")
             #expect(grace.object["jwt"] != nil, "\(grace.text)")
             let upgraded = try await services.client.withConnection { db in

@@ -186,8 +186,10 @@ public struct EndUserFlows: Sendable {
     /// is then upgraded to bcrypt).
     func verifyPassword(_ md5: String, user: User) async throws -> Bool {
         guard let stored = user.passwordHash else { return false }
-        if PasswordHasher.isMD5Hex(stored) {
-            guard Secrets.constantTimeEquals(Data(md5.utf8), Data(stored.utf8)) else { return false }
+        let legacy = stored.hasPrefix(PasswordHasher.legacyDigestPrefix)
+        if PasswordHasher.isMD5Hex(stored) || legacy {
+            let given = legacy ? PasswordHasher.legacyDigest(md5Hex: md5) : md5
+            guard Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8)) else { return false }
             let upgraded = try await hasher.hash(md5Hex: md5)
             try await client.withConnection {
                 try await EndUserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)

@@ -27,6 +27,16 @@ public struct PasswordHasher: Sendable {
         text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
+    /// Imported raw-MD5 passwords (the legacy server before 2021-07) are stored as
+    /// `$sha256-md5$<hex SHA-256 of the md5 hex>`: not the value clients send (so a database reader
+    /// cannot log in with it), cheap to make for millions of rows, and replaced by bcrypt at the
+    /// user's next successful login.
+    public static let legacyDigestPrefix = "$sha256-md5$"
+
+    public static func legacyDigest(md5Hex: String) -> String {
+        legacyDigestPrefix + Hex.encode(SHA256.hash(data: Data(md5Hex.lowercased().utf8)))
+    }
+
     public func hash(md5Hex: String) async throws -> String {
         let cost = UInt8(self.cost)
         return try await pool.runIfActive { Bcrypt.hash(md5Hex, cost: cost) }
