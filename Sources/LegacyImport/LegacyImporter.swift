@@ -102,7 +102,7 @@ public final class LegacyImporter: @unchecked Sendable {
         guard let appsFile = file("apps") else {
             throw ImportFailure("\(options.directory.path) has no apps.json (run mongoexport for the apps collection)")
         }
-        source = try sourceId(appsFile)
+        source = try sourceId()
         let cipher = LegacyCipher(encryptKey: options.encryptKey)
 
         // 1. Every app is read, decrypted and checked before anything is written.
@@ -114,9 +114,9 @@ public final class LegacyImporter: @unchecked Sendable {
             appCounts.read += 1
             imported.append(try LegacyMapping.app(try LegacyDocument(bytes: bytes), bytes: bytes, cipher: cipher))
         }
-        let ids = imported.map(\.appId)
-        if let dup = ids.first(where: { id in ids.filter { $0 == id }.count > 1 }) {
-            throw ImportFailure("apps.json holds appId \(dup) twice; nothing was written")
+        var seen = Set<String>()
+        if let dup = imported.first(where: { !seen.insert($0.appId).inserted }) {
+            throw ImportFailure("apps.json holds appId \(dup.appId) twice; nothing was written")
         }
         if !options.databaseReady {
             progress.line("the database has no (current) schema: the appId conflict check is skipped in this dry run")
@@ -170,7 +170,7 @@ public final class LegacyImporter: @unchecked Sendable {
 
     /// The import source: SHA-256 over the content of every input file (streamed), so a new export
     /// is a new source even when its files have the same sizes.
-    func sourceId(_ appsFile: URL) throws -> String {
+    func sourceId() throws -> String {
         var hasher = SHA256()
         for collection in ["apps", "users", "signups", "invites", "emailtemplates", "resetpasswords"] {
             guard let url = file(collection), let handle = FileHandle(forReadingAtPath: url.path) else { continue }
@@ -197,6 +197,8 @@ public final class LegacyImporter: @unchecked Sendable {
             reportBuffer.append(entry)
         }
     }
+
+    func record(_ notes: Notes) { notes.entries.forEach(record) }
 
     /// Writes the buffered entries, inside the caller's transaction when it has one.
     func flushReport(_ db: PostgresConnection? = nil) async throws {
@@ -319,13 +321,11 @@ public final class LegacyImporter: @unchecked Sendable {
         summary.collections.append((name, counts))
     }
 
-    /// The app of a row, or a report entry.
-    func owner(_ collection: String, _ doc: LegacyDocument, _ counts: inout ImportSummary.Counts) -> (ImportedApp, Int64)? {
+    /// The app of a row, or a refusal in `notes`.
+    func owner(_ collection: String, _ doc: LegacyDocument, _ notes: inout Notes) -> (ImportedApp, Int64)? {
         let appId = doc.string("appId") ?? ""
         guard let owner = apps[appId] else {
-            counts.refused += 1
-            record(ReportEntry(collection: collection, legacyId: doc.id ?? "?", appId: appId, handle: doc.string("handle"), action: "refused",
-                               reason: "its app is not in apps.json"))
+            notes.refuse(collection, doc.id ?? "?", appId, doc.string("handle"), "its app is not in apps.json")
             return nil
         }
         return owner

@@ -2,14 +2,29 @@ import CosyncAuth
 import Foundation
 import PostgresNIO
 
-/// Report entries made while preparing a batch off the writer's path (refused: true/false).
+/// Report entries of a batch, made on or off the writer's path, recorded (`LegacyImporter.record`)
+/// inside the batch's transaction and counted (`tally`) once it committed.
 struct Notes: Sendable {
-    var entries: [(ReportEntry, refused: Bool)] = []
+    var entries: [ReportEntry] = []
+
+    mutating func add(_ action: String, _ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
+        entries.append(ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: action, reason: reason))
+    }
     mutating func refuse(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
-        entries.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "refused", reason: reason), true))
+        add("refused", collection, legacyId, appId, handle, reason)
     }
     mutating func adjust(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
-        entries.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "adjusted", reason: reason), false))
+        add("adjusted", collection, legacyId, appId, handle, reason)
+    }
+    mutating func replace(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String) {
+        add("replaced", collection, legacyId, appId, handle, reason)
+    }
+
+    /// Refused entries count as refused rows, the others as adjusted ones.
+    func tally(into counts: inout ImportSummary.Counts) {
+        for entry in entries {
+            if entry.action == "refused" { counts.refused += 1 } else { counts.adjusted += 1 }
+        }
     }
 }
 
@@ -50,22 +65,9 @@ extension LegacyImporter {
         return Date(timeIntervalSince1970: 0)
     }
 
-    func adjust(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String, _ counts: inout ImportSummary.Counts) {
-        counts.adjusted += 1
-        record(ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "adjusted", reason: reason))
-    }
-
-    func refuse(_ collection: String, _ legacyId: String, _ appId: String, _ handle: String?, _ reason: String, _ counts: inout ImportSummary.Counts) {
-        counts.refused += 1
-        record(ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: handle, action: "refused", reason: reason))
-    }
-
     /// Maps a legacy user document (admin-and-legacy.md §3.2) or refuses it.
     func userRow(_ index: Int, _ doc: LegacyDocument, bytes: ArraySlice<UInt8>, _ notes: inout Notes) throws -> UserRow? {
-        guard let (app, ref) = apps[doc.string("appId") ?? ""] else {
-            notes.refuse("users", doc.id ?? "?", doc.string("appId") ?? "", doc.string("handle"), "its app is not in apps.json")
-            return nil
-        }
+        guard let (app, ref) = owner("users", doc, &notes) else { return nil }
         let legacyId = doc.id ?? ""
         let raw = doc.string("handle") ?? ""
         let handle = LegacyMapping.handle(raw)
@@ -162,10 +164,8 @@ extension LegacyImporter {
     }
 
     func writeUsers(_ prepared: (rows: [UserRow], notes: Notes, lastIndex: Int), _ counts: inout ImportSummary.Counts) async throws {
-        for (entry, refused) in prepared.notes.entries {
-            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
-            record(entry)
-        }
+        record(prepared.notes)
+        prepared.notes.tally(into: &counts)
         let rows = prepared.rows
         let lastIndex = prepared.lastIndex
         if options.dryRun {
@@ -184,9 +184,9 @@ extension LegacyImporter {
         })
         let keysJSON = CompactJSON.text(keys)
         var importedNow = 0
-        var reports: [(ReportEntry, refused: Bool)] = []
+        var notes = Notes()
         try await client.transaction(logger: logger) { db in
-            reports = []
+            notes = Notes()
             let collisions = try await LegacyImportStore.userCollisions(db, keys: keysJSON, logger: self.logger)
             var byKey: [String: LegacyImportStore.Collision] = [:]
             for c in collisions { byKey["\(c.kind)|\(c.appRef)|\(c.key)"] = c }
@@ -196,38 +196,38 @@ extension LegacyImporter {
             for row in rows {
                 if let existing = byKey["handle|\(row.appRef)|\(row.handle.lowercased())"], existing.legacyId != row.legacyId {
                     guard let existingId = existing.legacyId else {
-                        reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "refused",
-                                                    reason: "a user with this handle was created on this server; not overwritten"), true))
+                        notes.refuse("users", row.legacyId, row.appId, row.handle, "a user with this handle was created on this server; not overwritten")
                         continue
                     }
                     if self.options.duplicates == .mergeNewest && Self.newer((row.updatedAt, row.legacyId), than: (existing.updatedAt, existingId)) {
                         replaced.append(.object(["app_ref": .int(Int(row.appRef)), "legacy_id": .string(existingId)]))
                         replacedIds.insert("\(row.appRef)|\(existingId)")
-                        reports.append((ReportEntry(collection: "users", legacyId: existingId, appId: row.appId, handle: row.handle, action: "replaced",
-                                                    reason: "duplicate handle in the app; replaced by newer legacy row \(row.legacyId)"), false))
+                        notes.replace("users", existingId, row.appId, row.handle, "duplicate handle in the app; replaced by newer legacy row \(row.legacyId)")
                     } else {
-                        reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "refused",
-                                                    reason: "duplicate handle in the app; kept legacy row \(existingId) (\(self.options.duplicates.rawValue))"), true))
+                        notes.refuse("users", row.legacyId, row.appId, row.handle,
+                                     "duplicate handle in the app; kept legacy row \(existingId) (\(self.options.duplicates.rawValue))")
                         continue
                     }
                 }
                 accepted.append(row)
             }
-            // Other unique keys: the attribute is dropped from the later row, the row is kept.
-            var taken = Set<String>()
+            // Other unique keys: the attribute is dropped from the later row, the row is kept. `holders`
+            // maps "kind|app|key" to the legacy id holding it ("" for a row made on this server).
+            var holders: [String: String] = [:]
             for c in collisions where c.kind != "handle" && !replacedIds.contains("\(c.appRef)|\(c.legacyId ?? "")") {
-                taken.insert("\(c.kind)|\(c.appRef)|\(c.key)|\(c.legacyId ?? "")")
+                holders["\(c.kind)|\(c.appRef)|\(c.key)"] = c.legacyId ?? ""
             }
             func clash(_ kind: String, _ row: UserRow, _ key: String) -> Bool {
-                let others = taken.filter { $0.hasPrefix("\(kind)|\(row.appRef)|\(key)|") && $0 != "\(kind)|\(row.appRef)|\(key)|\(row.legacyId)" }
-                taken.insert("\(kind)|\(row.appRef)|\(key)|\(row.legacyId)")
-                return !others.isEmpty
+                let slot = "\(kind)|\(row.appRef)|\(key)"
+                guard let holder = holders[slot] else {
+                    holders[slot] = row.legacyId
+                    return false
+                }
+                return holder != row.legacyId
             }
             for i in accepted.indices {
                 let row = accepted[i]
-                func note(_ reason: String) {
-                    reports.append((ReportEntry(collection: "users", legacyId: row.legacyId, appId: row.appId, handle: row.handle, action: "adjusted", reason: reason), false))
-                }
+                func note(_ reason: String) { notes.adjust("users", row.legacyId, row.appId, row.handle, reason) }
                 if let name = row.userName, clash("userName", row, name) {
                     accepted[i].fields["user_name"] = nil
                     note("userName '\(name)' belongs to another user of the app; dropped")
@@ -249,41 +249,31 @@ extension LegacyImporter {
                 let payload = "[" + accepted.map { CompactJSON.text(.object($0.fields)) }.joined(separator: ",") + "]"
                 try await LegacyImportStore.upsertUsers(db, rows: payload, logger: self.logger)
             }
-            for (entry, _) in reports { self.record(entry) }
+            self.record(notes)
             try await self.flushReport(db)
             try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "users", rowsDone: lastIndex + 1, logger: self.logger)
             importedNow = accepted.count
         }
         counts.imported += importedNow
-        for (_, refused) in reports {
-            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
-        }
+        notes.tally(into: &counts)
     }
 
     // MARK: signups and invites
 
     func importPending(_ kind: AppRecordStore.Kind, _ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
         let collection = kind.rawValue
-        var reports: [(ReportEntry, Bool)] = []
+        var notes = Notes()
         var importedNow = 0
         let lastIndex = batch.last?.index ?? 0
-        let work: @Sendable (PostgresConnection?) async throws -> (Int, [(ReportEntry, Bool)]) = { db in
-            var reports: [(ReportEntry, Bool)] = []
+        let work: @Sendable (PostgresConnection?) async throws -> (Int, Notes) = { db in
+            var notes = Notes()
             var imported = 0
             for item in batch {
                 let doc = item.doc
-                let appId = doc.string("appId") ?? ""
+                guard let (app, ref) = self.owner(collection, doc, &notes) else { continue }
                 let legacyId = doc.id ?? ""
-                guard let (app, ref) = self.apps[appId] else {
-                    reports.append((ReportEntry(collection: collection, legacyId: legacyId, appId: appId, handle: doc.string("handle"), action: "refused",
-                                                reason: "its app is not in apps.json"), true))
-                    continue
-                }
-                let raw = doc.string("handle") ?? ""
-                let handle = LegacyMapping.handle(raw)
-                func refuse(_ reason: String) {
-                    reports.append((ReportEntry(collection: collection, legacyId: legacyId, appId: app.appId, handle: handle, action: "refused", reason: reason), true))
-                }
+                let handle = LegacyMapping.handle(doc.string("handle") ?? "")
+                func refuse(_ reason: String) { notes.refuse(collection, legacyId, app.appId, handle, reason) }
                 guard !legacyId.isEmpty, !handle.isEmpty else {
                     refuse("no _id or no handle")
                     continue
@@ -320,8 +310,7 @@ extension LegacyImporter {
                         }
                         if self.options.duplicates == .mergeNewest && Self.newer((updatedAt, legacyId), than: (other.updatedAt, otherId)) {
                             try await LegacyImportStore.deleteImported(db, kind, appRef: ref, legacyId: otherId, logger: self.logger)
-                            reports.append((ReportEntry(collection: collection, legacyId: otherId, appId: app.appId, handle: handle, action: "replaced",
-                                                        reason: "duplicate pending handle; replaced by newer legacy row \(legacyId)"), false))
+                            notes.replace(collection, otherId, app.appId, handle, "duplicate pending handle; replaced by newer legacy row \(legacyId)")
                         } else {
                             refuse("duplicate pending handle; kept legacy row \(otherId) (\(self.options.duplicates.rawValue))")
                             continue
@@ -353,23 +342,21 @@ extension LegacyImporter {
             if let db {
                 try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: collection, rowsDone: lastIndex + 1, logger: self.logger)
             }
-            return (imported, reports)
+            return (imported, notes)
         }
         if options.dryRun {
-            (importedNow, reports) = try await work(nil)
-            for (entry, _) in reports { record(entry) }
+            (importedNow, notes) = try await work(nil)
+            record(notes)
         } else {
-            (importedNow, reports) = try await client.transaction(logger: logger) { db in
+            (importedNow, notes) = try await client.transaction(logger: logger) { db in
                 let result = try await work(db)
-                for (entry, _) in result.1 { self.record(entry) }
+                self.record(result.1)
                 try await self.flushReport(db)
                 return result
             }
         }
         counts.imported += importedNow
-        for (_, refused) in reports {
-            if refused { counts.refused += 1 } else { counts.adjusted += 1 }
-        }
+        notes.tally(into: &counts)
     }
 
     // MARK: templates
@@ -383,59 +370,61 @@ extension LegacyImporter {
     /// or the first) and are reported; a row without a known locale is the EN one, and says so.
     func importTemplates(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
         var rows: [TemplateRow] = []
+        var notes = Notes()
         for item in batch {
             let doc = item.doc
-            guard let (app, ref) = owner("emailtemplates", doc, &counts) else { continue }
+            guard let (app, ref) = owner("emailtemplates", doc, &notes) else { continue }
             let name = doc.string("templateName") ?? ""
             let legacyId = doc.id ?? "?"
             guard EmailTemplate.names.contains(name), let html = doc.string("htmlTemplate") else {
-                refuse("emailtemplates", legacyId, app.appId, nil, "unknown template name '\(name)' or no htmlTemplate", &counts)
+                notes.refuse("emailtemplates", legacyId, app.appId, nil, "unknown template name '\(name)' or no htmlTemplate")
                 continue
             }
             let rawLocale = doc.string("locale")
             let locale = LegacyMapping.locale(rawLocale)
             if rawLocale?.uppercased() != locale {
-                adjust("emailtemplates", legacyId, app.appId, nil, "template \(name): locale '\(rawLocale ?? "")' missing or unknown; imported as \(locale)", &counts)
+                notes.adjust("emailtemplates", legacyId, app.appId, nil, "template \(name): locale '\(rawLocale ?? "")' missing or unknown; imported as \(locale)")
             }
             rows.append(TemplateRow(
                 legacyId: legacyId, appId: app.appId, ref: ref, name: name, locale: locale, subject: doc.string("subject") ?? "", html: html,
                 replyTo: doc.string("replyTo") ?? "", link: doc.string("localeLinkText") ?? "", updatedAt: Self.date(doc, "updatedAt")))
         }
         if options.dryRun {
+            record(notes)
+            notes.tally(into: &counts)
             counts.imported += rows.count
             return
         }
         let lastIndex = batch.last?.index ?? 0
         let finalRows = rows
         let newest = options.duplicates == .mergeNewest
-        let (imported, refused, adjusted) = try await client.transaction(logger: logger) { db -> (Int, Int, Int) in
-            var imported = 0, refused = 0, adjusted = 0
+        let (imported, allNotes) = try await client.transaction(logger: logger) { [notes] db -> (Int, Notes) in
+            var imported = 0
+            var notes = notes
             for r in finalRows {
                 if let existing = try await LegacyImportStore.template(db, appRef: r.ref, name: r.name, locale: r.locale, logger: self.logger) {
                     let same = existing.updatedAt == r.updatedAt && existing.subject == r.subject && existing.html == r.html
                         && existing.replyTo == r.replyTo && existing.link == r.link
                     if same { imported += 1; continue }  // this very row, from an earlier run
                     guard newest && r.updatedAt > existing.updatedAt else {
-                        refused += 1
-                        self.record(ReportEntry(collection: "emailtemplates", legacyId: r.legacyId, appId: r.appId, handle: nil, action: "refused",
-                                                reason: "duplicate template \(r.name)/\(r.locale); kept the \(newest ? "newer" : "first") row"))
+                        notes.refuse("emailtemplates", r.legacyId, r.appId, nil,
+                                     "duplicate template \(r.name)/\(r.locale); kept the \(newest ? "newer" : "first") row")
                         continue
                     }
-                    adjusted += 1
-                    self.record(ReportEntry(collection: "emailtemplates", legacyId: r.legacyId, appId: r.appId, handle: nil, action: "replaced",
-                                            reason: "duplicate template \(r.name)/\(r.locale); this newer row replaced an older one"))
+                    notes.replace("emailtemplates", r.legacyId, r.appId, nil,
+                                  "duplicate template \(r.name)/\(r.locale); this newer row replaced an older one")
                 }
                 try await LegacyImportStore.upsertTemplate(
                     db, appRef: r.ref, template: r.name, locale: r.locale, subject: r.subject, html: r.html, replyTo: r.replyTo,
                     localeLinkText: r.link, updatedAt: r.updatedAt, logger: self.logger)
                 imported += 1
             }
+            self.record(notes)
             try await self.flushReport(db)
             try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: "emailtemplates", rowsDone: lastIndex + 1, logger: self.logger)
-            return (imported, refused, adjusted)
+            return (imported, notes)
         }
         counts.imported += imported
-        counts.refused += refused
-        counts.adjusted += adjusted
+        allNotes.tally(into: &counts)
     }
 }
