@@ -131,10 +131,7 @@ public enum LegacyZipExport {
     }
 
     static func appIdOf(token: String) -> String? {
-        let parts = token.split(separator: ".")
-        guard parts.count == 3, let data = Base64URL.decodeLenient(String(parts[1])),
-            let appId = (try? JSONDecoder().decode(JSONValue.self, from: data))?["appId"]?.stringValue, AppAdministration.isAppId(appId)
-        else { return nil }
+        guard let appId = Base64URL.jwtPart(token, 1)?["appId"]?.stringValue, AppAdministration.isAppId(appId) else { return nil }
         return appId
     }
 

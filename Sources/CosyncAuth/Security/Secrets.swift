@@ -86,4 +86,12 @@ public enum Base64URL {
         while s.count % 4 != 0 { s += "=" }
         return Data(base64Encoded: s)
     }
+
+    /// The JSON object in part `index` (0 header, 1 payload) of a compact JWT, read without any
+    /// signature check; nil unless the token has three parts and that part is a JSON object.
+    public static func jwtPart(_ token: String, _ index: Int) -> [String: JSONValue]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.indices.contains(index), let data = decodeLenient(String(parts[index])) else { return nil }
+        return (try? JSONDecoder().decode(JSONValue.self, from: data))?.objectValue
+    }
 }

@@ -96,7 +96,7 @@ public actor SocialTokenVerifier {
     public func verify(_ token: String, provider: SocialProvider, audiences: [String]) async -> SocialIdentity? {
         let audiences = audiences.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard !audiences.isEmpty else { return nil }
-        guard let header = Self.header(of: token), header["alg"]?.stringValue == "RS256", let kid = header["kid"]?.stringValue else {
+        guard let header = Base64URL.jwtPart(token, 0), header["alg"]?.stringValue == "RS256", let kid = header["kid"]?.stringValue else {
             logger.debug("social token refused: not an RS256 JWT with a kid", metadata: ["provider": "\(provider.rawValue)"])
             return nil
         }
@@ -166,12 +166,5 @@ public actor SocialTokenVerifier {
         let body = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .ok else { throw Refusal.fetch("HTTP \(response.status.code)") }
         return try JSONDecoder().decode(JWKS.self, from: Data(body.readableBytesView))
-    }
-
-    static func header(of token: String) -> [String: JSONValue]? {
-        guard let first = token.split(separator: ".", omittingEmptySubsequences: false).first,
-            let data = Base64URL.decodeLenient(String(first))
-        else { return nil }
-        return (try? JSONDecoder().decode(JSONValue.self, from: data))?.objectValue
     }
 }

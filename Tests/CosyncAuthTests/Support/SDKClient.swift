@@ -58,16 +58,9 @@ enum SDKJWTCheck {
         return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signatureBytes), for: signed, padding: .insecurePKCS1v1_5)
     }
 
-    static func payload(_ jwt: String) -> [String: JSONValue] {
-        let parts = jwt.split(separator: ".")
-        guard parts.count == 3, let data = Base64URL.decodeLenient(String(parts[1])) else { return [:] }
-        return (try? JSONDecoder().decode(JSONValue.self, from: data))?.objectValue ?? [:]
-    }
+    static func payload(_ jwt: String) -> [String: JSONValue] { Base64URL.jwtPart(jwt, 1) ?? [:] }
 
-    static func header(_ jwt: String) -> [String: JSONValue] {
-        guard let first = jwt.split(separator: ".").first, let data = Base64URL.decodeLenient(String(first)) else { return [:] }
-        return (try? JSONDecoder().decode(JSONValue.self, from: data))?.objectValue ?? [:]
-    }
+    static func header(_ jwt: String) -> [String: JSONValue] { Base64URL.jwtPart(jwt, 0) ?? [:] }
 }
 
 /// The 6-digit code inside a message body: the last 6-digit number (every template puts the code
