@@ -44,31 +44,12 @@ extension EndUserFlows {
     /// transaction.
     func completeFirstFactor(app: AppRow, user: User) async throws -> LoginOutcome {
         let mode = app.settings.twoFactorVerification
-        let needsSecond = (mode != .none && user.twoFactorGoogle) || (user.twoFactorPhone && user.phoneVerified)
-        if needsSecond && mode == .phone && user.twoFactorPhone && user.phoneVerified, let phone = user.phone {
+        if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
             try await requireSMSCapability(app)
-            let challenge = UUID()
-            let code = Secrets.numericCode()
-            let sealed = try sealCode(code, purpose: "login-challenge:\(challenge)")
-            try await client.transaction(logger: logger) { db in
-                try await SecondFactorStore.insertChallenge(
-                    db, id: challenge, appRef: app.ref, userId: user.id, factor: "phone", codeSealed: sealed,
-                    lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
-                try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
-                perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("phone")])
-            }
-            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
+            return try await openChallenge(app: app, user: user, factor: "phone", smsTo: phone)
         }
-        if needsSecond && mode == .google && user.twoFactorGoogle {
-            let challenge = UUID()
-            try await client.transaction(logger: logger) { db in
-                try await SecondFactorStore.insertChallenge(
-                    db, id: challenge, appRef: app.ref, userId: user.id, factor: "google", codeSealed: nil,
-                    lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string("google")])
-            }
-            return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
+        if mode == .google, user.twoFactorGoogle {
+            return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil)
         }
         let issued = try await issueTokens(app: app, user: user)
         try await client.withConnection { db in
@@ -76,6 +57,26 @@ extension EndUserFlows {
             try await audit(db, app: app, handle: user.handle, action: "login")
         }
         return .tokens(issued)
+    }
+
+    /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
+    /// challenge's SMS code is queued in the same transaction.
+    func openChallenge(app: AppRow, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
+        let challenge = UUID()
+        let code = phone.map { _ in Secrets.numericCode() }
+        let sealed = try code.map { try sealCode($0, purpose: "login-challenge:\(challenge)") }
+        try await client.transaction(logger: logger) { db in
+            try await SecondFactorStore.insertChallenge(
+                db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
+                lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
+            if let phone, let code {
+                try await outbox.sms(
+                    db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
+                    perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
+            }
+            try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string(factor)])
+        }
+        return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
     }
 
     /// `POST loginAnonymous` (§5.4): the handle must contain `ANON_`; it is matched exactly.

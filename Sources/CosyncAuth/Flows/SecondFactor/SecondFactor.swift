@@ -25,7 +25,8 @@ extension EndUserFlows {
         else { throw EndUserError.invalidCredentials }
         try requireActive(app)
 
-        enum Outcome { case accepted(User), refused(String) }
+        /// A wrong code is audited inside the transaction; other refusals after it.
+        enum Outcome { case accepted(User), wrongCode, refused(String) }
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
             guard let challenge = try await SecondFactorStore.lockChallenge(db, id: challengeId, appRef: app.ref, logger: logger) else {
                 return .refused("unknown login-token")
@@ -56,17 +57,17 @@ extension EndUserFlows {
                     windowSeconds: settings.secondFactorWindow, maxLockSeconds: settings.maxLockout, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
                                 detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor)])
-                return .refused("wrong code")
+                return .wrongCode
             }
             try await SecondFactorStore.markChallengeUsed(db, id: challenge.id, logger: logger)
             try await EndUserStore.clearFailures(db, appRef: app.ref, subject: subject, logger: logger)
             return .accepted(user)
         }
         switch outcome {
+        case .wrongCode:
+            throw EndUserError.invalidCredentials
         case .refused(let reason):
-            if reason != "wrong code" {
-                await audit(app: app, handle: claims.handle, action: "loginComplete", status: "error", detail: ["reason": .string(reason)])
-            }
+            await audit(app: app, handle: claims.handle, action: "loginComplete", status: "error", detail: ["reason": .string(reason)])
             throw EndUserError.invalidCredentials
         case .accepted(let user):
             try requireActiveUser(user)
