@@ -76,8 +76,7 @@ enum LegacyMapping {
     /// E.164 with the leading space that stood for `+` repaired; nil when it is not a phone number.
     static func phone(_ raw: String?) -> String? {
         guard let raw else { return nil }
-        var phone = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        if let first = phone.first, first.isNumber, raw.first == " " || raw.first == "+" { phone = "+" + phone }
+        let phone = Identifiers.repairedPhone(raw)
         guard phone.hasPrefix("+"), (8...16).contains(phone.count), phone.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         return phone
     }

@@ -58,6 +58,14 @@ public enum Identifiers {
         return handle
     }
 
+    /// A phone number as typed or stored, trimmed, with the `+` put back where the SDK's unescaped
+    /// `+` arrived as a space (enduser-api.md §1.3); not validated.
+    public static func repairedPhone(_ raw: String) -> String {
+        let phone = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let first = phone.first, first.isNumber, raw.first == " " || raw.first == "+" { return "+" + phone }
+        return phone
+    }
+
     /// Lower-case and trimmed; must match `^[a-z][a-z0-9]*$`, at most 64 characters.
     public static func normalizedUserName(_ raw: String) -> String? {
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()

@@ -104,8 +104,7 @@ extension EndUserFlows {
 
     /// E.164 after the §1.3 repair (a leading space was a `+`): `+` and 8–15 digits, else nil.
     static func e164(_ raw: String) -> String? {
-        var phone = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        if let first = phone.first, first.isNumber, raw.first == " " || raw.first == "+" { phone = "+" + phone }
+        let phone = Identifiers.repairedPhone(raw)
         guard phone.hasPrefix("+") else { return nil }
         let digits = phone.dropFirst()
         guard (8...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else { return nil }
