@@ -100,18 +100,6 @@ public struct ServerConfiguration: Sendable {
         guard ["log", "sendgrid"].contains(emailTransport) else {
             throw ConfigurationError("COSYNC_EMAIL_TRANSPORT", "must be log or sendgrid")
         }
-        sendGridAPIKey = value("COSYNC_SENDGRID_API_KEY")
-        if let base = value("COSYNC_SENDGRID_BASE_URL") {
-            guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ConfigurationError("COSYNC_SENDGRID_BASE_URL", "must be an http(s) URL")
-            }
-            sendGridBaseURL = base
-        }
-        smsTransport = value("COSYNC_SMS_TRANSPORT") ?? "log"
-        guard ["log", "twilio"].contains(smsTransport) else {
-            throw ConfigurationError("COSYNC_SMS_TRANSPORT", "must be log or twilio")
-        }
-        flows.smsNeedsProviderCredentials = smsTransport == "twilio"
         func httpURL(_ name: String) throws -> String? {
             guard let text = value(name) else { return nil }
             guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
@@ -119,6 +107,13 @@ public struct ServerConfiguration: Sendable {
             }
             return text
         }
+        sendGridAPIKey = value("COSYNC_SENDGRID_API_KEY")
+        if let base = try httpURL("COSYNC_SENDGRID_BASE_URL") { sendGridBaseURL = base }
+        smsTransport = value("COSYNC_SMS_TRANSPORT") ?? "log"
+        guard ["log", "twilio"].contains(smsTransport) else {
+            throw ConfigurationError("COSYNC_SMS_TRANSPORT", "must be log or twilio")
+        }
+        flows.smsNeedsProviderCredentials = smsTransport == "twilio"
         if let base = try httpURL("COSYNC_TWILIO_BASE_URL") { twilioBaseURL = base }
         if let url = try httpURL("COSYNC_APPLE_JWKS_URL") { social.apple.jwksURL = url }
         if let url = try httpURL("COSYNC_GOOGLE_JWKS_URL") { social.google.jwksURL = url }
