@@ -21,10 +21,7 @@ struct EndUserRulesTests {
     }
 
     /// Test set-up through the real database, with bound parameters.
-    func sql(_ query: PostgresQuery) async throws {
-        let services = try await TestEnvironment.services()
-        try await services.client.query(query, logger: services.logger)
-    }
+    func sql(_ query: PostgresQuery) async throws { try await TestEnvironment.sql(query) }
 
     @Test("every app setting changes behaviour as the spec says")
     func settingsHonoured() async throws {

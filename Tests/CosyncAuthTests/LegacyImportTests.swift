@@ -67,10 +67,7 @@ enum LegacyFixture {
               UNION ALL SELECT 'template ' || a.app_id || (to_jsonb(x) - 'app_ref')::text FROM email_templates x JOIN apps a ON a.id = x.app_ref WHERE a.app_id = ANY($1)
             ) s
             """, binds: { var b = PostgresBindings(); b.append(appIds); return b }())
-        return try await client.withConnection { db in
-            for try await text in try await db.query(query, logger: logger).decode(String.self) { return text }
-            return ""
-        }
+        return try await TestEnvironment.value(query, as: String.self, on: client) ?? ""
     }
 }
 
@@ -104,12 +101,8 @@ struct LegacyImportTests {
         }
         #expect(summary.counts("apps")?.imported == 2)
         #expect(summary.counts("users")?.read == 10)
-        let userCount = try await services.client.withConnection { db in
-            for try await n in try await db.query(
-                "SELECT count(*)::int FROM users u JOIN apps a ON a.id = u.app_ref WHERE a.app_id = ANY(\(appIds))", logger: services.logger
-            ).decode(Int.self) { return n }
-            return 0
-        }
+        let userCount = try await TestEnvironment.value(
+            "SELECT count(*)::int FROM users u JOIN apps a ON a.id = u.app_ref WHERE a.app_id = ANY(\(appIds))", as: Int.self)
         #expect(userCount == 9, "the duplicate pair gives one user")
         #expect(summary.counts("resetpasswords")?.refused == 2)
         let report = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: folder.appendingPathComponent("report.json"))).arrayValue ?? []
@@ -161,21 +154,11 @@ struct LegacyImportTests {
             #expect(code(try await a.login("henry@example.com", "HenryOne#1")) == 600)
             #expect(try await a.login("ivy+test@example.com", "Ivy+Pass1").object["jwt"] != nil)
             // Grace's raw MD5 was not stored as such; it becomes bcrypt at her first login.
-            let before = try await services.client.withConnection { db in
-                for try await hash in try await db.query("SELECT password_hash FROM users WHERE handle = 'grace@example.com'", logger: services.logger).decode(String.self) {
-                    return hash
-                }
-                return ""
-            }
+            let before = try await TestEnvironment.value("SELECT password_hash FROM users WHERE handle = 'grace@example.com'", as: String.self) ?? ""
             #expect(before.hasPrefix("$sha256-md5$") && !before.contains(SDK.md5("OldTimer7")))
             let grace = try await b.login("grace@example.com", "OldTimer7")
             #expect(grace.object["jwt"] != nil, "\(grace.text)")
-            let upgraded = try await services.client.withConnection { db in
-                for try await hash in try await db.query("SELECT password_hash FROM users WHERE handle = 'grace@example.com'", logger: services.logger).decode(String.self) {
-                    return hash
-                }
-                return ""
-            }
+            let upgraded = try await TestEnvironment.value("SELECT password_hash FROM users WHERE handle = 'grace@example.com'", as: String.self) ?? ""
             #expect(upgraded.hasPrefix("$2"))
             // U4 stays anonymous-only; U5 logs in only through Google.
             #expect(try await b.post("/api/appuser/loginAnonymous", [("handle", "ANON_6f1d2c3b-0a9e-4f8d-b7c6-5a4b3c2d1e0f")]).object["jwt"] != nil)
@@ -320,12 +303,8 @@ struct LegacyImportTests {
         let victim = try importer(resumed)
         var doneAtKill = 0
         for _ in 0..<2000 {
-            doneAtKill = (try? await client.withConnection { db in
-                for try await n in try await db.query("SELECT coalesce(max(rows_done), 0)::int FROM legacy_import_checkpoints WHERE collection = 'users'", logger: services.logger).decode(Int.self) {
-                    return n
-                }
-                return 0
-            }) ?? 0
+            doneAtKill = (try? await TestEnvironment.value(
+                "SELECT coalesce(max(rows_done), 0)::int FROM legacy_import_checkpoints WHERE collection = 'users'", as: Int.self, on: client)) ?? 0
             if doneAtKill > 0 || !victim.isRunning { break }
             try await Task.sleep(for: .milliseconds(5))
         }

@@ -62,18 +62,9 @@ struct SecondFactorTests {
 
     func code(_ reply: API.Reply) -> Int? { reply.status == .badRequest ? reply.object["code"]?.intValue : nil }
 
-    func sql(_ query: PostgresQuery) async throws {
-        let services = try await TestEnvironment.services()
-        try await services.client.withConnection { _ = try await $0.query(query, logger: services.logger) }
-    }
+    func sql(_ query: PostgresQuery) async throws { try await TestEnvironment.sql(query) }
 
-    func count(_ query: PostgresQuery) async throws -> Int {
-        let services = try await TestEnvironment.services()
-        return try await services.client.withConnection { db in
-            for try await n in try await db.query(query, logger: services.logger).decode(Int.self) { return n }
-            return 0
-        }
-    }
+    func count(_ query: PostgresQuery) async throws -> Int { try await TestEnvironment.value(query, as: Int.self) ?? 0 }
 
     @Test("phone: setPhone → SMS via Twilio → verifyPhone → 2FA on → login → SMS code → loginComplete; every error")
     func phoneSecondFactor() async throws {

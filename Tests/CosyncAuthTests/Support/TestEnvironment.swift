@@ -86,6 +86,21 @@ enum TestEnvironment {
     }
 }
 
+extension TestEnvironment {
+    /// Runs a statement on the test database (set-up with bound parameters).
+    static func sql(_ query: PostgresQuery) async throws {
+        let services = try await services()
+        try await services.client.query(query, logger: services.logger)
+    }
+
+    /// The first column of the first row of `query`, on `client` (default: the test database), or nil.
+    static func value<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type, on client: PostgresClient? = nil) async throws -> T? {
+        let services = try await services()
+        for try await value in try await (client ?? services.client).query(query, logger: services.logger).decode(T.self) { return value }
+        return nil
+    }
+}
+
 /// A small JSON client over HummingbirdTesting.
 struct API: Sendable {
     let client: any TestClientProtocol
