@@ -26,16 +26,25 @@ export COSYNC_SQL_DIR="$ROOT/sql"
 echo "test database: $DATABASE_URL" >&2
 
 # The Python the tests run: zxing-cpp decodes the TOTP QR code, bcrypt and cryptography drive the
-# legacy fixture generator (deploy/legacy/make_fixture.py). A venv under .local/ (git-ignored), made once.
+# legacy fixture generator (deploy/legacy/make_fixture.py), schemathesis fuzzes the admin API
+# (deploy/fuzz/admin.sh). A venv under .local/ (git-ignored), made once.
 VENV="$ROOT/.local/test-venv"
-if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography, schemathesis" 2>/dev/null; then
   if ! python3 -c "import ensurepip" 2>/dev/null && [ "$(id -u)" -eq 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
   fi
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow -r "$ROOT/deploy/legacy/requirements.txt"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow schemathesis -r "$ROOT/deploy/legacy/requirements.txt"
 fi
 export COSYNC_TEST_PYTHON="$VENV/bin/python"
+export COSYNC_TEST_VENV="$VENV"
 
 swift build --build-tests
+# The fuzz step (deploy/fuzz/run.sh): the built server on a free port against its own database in this
+# cluster, >= 100,000 hostile end-user requests, then the admin fuzzer. COSYNC_SKIP_FUZZ=1 skips it
+# (for quick --filter runs while developing; CI always runs it).
+if [ "${COSYNC_SKIP_FUZZ:-0}" != "1" ]; then
+  BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
+    bash "$ROOT/deploy/fuzz/run.sh"
+fi
 swift test --skip-build --disable-xctest "$@"

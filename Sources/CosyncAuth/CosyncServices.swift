@@ -50,7 +50,7 @@ public struct CosyncServices: Sendable {
         let sms: any SMSTransport = configuration.smsTransport == "twilio" ? TwilioTransport(baseURL: configuration.twilioBaseURL) : log
         return DeliveryWorker(
             client: client, box: configuration.secretBox, email: email, sms: sms, logger: logger,
-            pollInterval: pollInterval ?? configuration.courierPollInterval)
+            operatorFrom: configuration.emailFrom, pollInterval: pollInterval ?? configuration.courierPollInterval)
     }
 
     /// True when the database answers and every known migration is applied.

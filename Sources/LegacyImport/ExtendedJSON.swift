@@ -141,8 +141,9 @@ public struct LegacyDocument: Sendable {
 
     static func date(_ value: JSONValue?) -> Date? {
         guard case .object(let o)? = value, let inner = o["$date"] else { return nil }
-        if let ms = number(inner) { return Date(timeIntervalSince1970: Double(ms) / 1000) }
-        if let text = inner.stringValue { return LegacyDates.parse(text) }
+        // A date out of the storable range is no date: it would trap when bound to SQL.
+        if let ms = number(inner) { return Date.storable(secondsSince1970: Double(ms) / 1000) }
+        if let text = inner.stringValue { return LegacyDates.parse(text)?.storable }
         return nil
     }
 

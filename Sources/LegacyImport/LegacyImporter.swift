@@ -23,6 +23,13 @@ public struct ImportOptions: Sendable {
     /// Legacy invite codes never expired: an imported pending invite stays valid this long after
     /// the later of its legacy `updatedAt` and the import.
     public var inviteValidity: TimeInterval = 30 * 86400
+    /// Legacy reset codes never expired: a carried pending code stays valid this long after the
+    /// import (the server's reset-code lifetime, `COSYNC_RESET_CODE_MINUTES`, 1 hour by default).
+    public var resetCodeLifetime: TimeInterval = 3600
+    /// False (the default): an imported app or user changed on this server since it was imported
+    /// (suspended, password or secret changed, token rotated, deleted) is kept as it is and reported.
+    /// True: the export overwrites it, and deleted users are created again.
+    public var overwriteLocalChanges = false
     public var now = Date()
     /// False in a dry run against a database without this server's schema: the appId conflict check
     /// is skipped (and said so).
@@ -157,7 +164,7 @@ public final class LegacyImporter: @unchecked Sendable {
         try await importCollection("signups") { try await importPending(.signups, $0, &$1) }
         try await importCollection("invites") { try await importPending(.invites, $0, &$1) }
         try await importCollection("emailtemplates") { try await importTemplates($0, &$1) }
-        try await refuseAll("resetpasswords", reason: "legacy reset codes never expired; not carried (the user asks for a new code)")
+        try await importCollection("resetpasswords") { try await importResetCodes($0, &$1) }
 
         if let pem = options.legacyPublicKeyPEM, let until = options.legacyTokensUntil, !options.dryRun {
             try await client.withConnection { db in
@@ -232,10 +239,21 @@ public final class LegacyImporter: @unchecked Sendable {
         // random secret (rotate it through the admin API to learn one).
         let secretHash = Secrets.sha256(app.appSecret ?? Secrets.token(prefix: "cas_"))
         return try await client.transaction(logger: logger) { db in
-            if let existing = try await LegacyImportStore.appOrigin(db, appId: app.appId, logger: self.logger),
-                existing.fingerprint == app.fingerprint
-            {
-                return existing.ref  // unchanged since the last run
+            if let existing = try await LegacyImportStore.appOrigin(db, appId: app.appId, logger: self.logger) {
+                if existing.fingerprint == app.fingerprint { return existing.ref }  // unchanged since the last run
+                let changes = try await LegacyImportStore.localAppChanges(db, ref: existing.ref, logger: self.logger)
+                if !changes.isEmpty {
+                    let what = changes.joined(separator: ", ")
+                    if !self.options.overwriteLocalChanges {
+                        self.record(ReportEntry(
+                            collection: "apps", legacyId: app.legacyId, appId: app.appId, handle: nil, action: "kept",
+                            reason: "changed on this server since it was imported (\(what)); the newer export was not applied (--overwrite-local-changes applies it)"))
+                        return existing.ref
+                    }
+                    self.record(ReportEntry(
+                        collection: "apps", legacyId: app.legacyId, appId: app.appId, handle: nil, action: "overwritten",
+                        reason: "changed on this server since it was imported (\(what)); overwritten by the export (--overwrite-local-changes)"))
+                }
             }
             let ref = try await LegacyImportStore.upsertApp(
                 db, appId: app.appId, name: app.name, status: app.status, settings: app.settings, appSecretHash: secretHash,
@@ -303,22 +321,6 @@ public final class LegacyImporter: @unchecked Sendable {
         let reader = try DocumentReader(url: url)
         while try reader.next() != nil {}
         return reader.count
-    }
-
-    func refuseAll(_ name: String, reason: String) async throws {
-        guard let url = file(name) else { return }
-        try await flushReport()
-        var counts = ImportSummary.Counts()
-        let reader = try DocumentReader(url: url)
-        while let bytes = try reader.next() {
-            counts.read += 1
-            counts.refused += 1
-            let doc = try LegacyDocument(bytes: bytes)
-            record(ReportEntry(collection: name, legacyId: doc.id ?? "?", appId: doc.string("appId") ?? "", handle: doc.string("handle"), action: "refused", reason: reason))
-            if reportBuffer.count >= 1000 { try await flushReport() }
-        }
-        try await flushReport()
-        summary.collections.append((name, counts))
     }
 
     /// The app of a row, or a refusal in `notes`.

@@ -54,8 +54,16 @@ extension LegacyImporter {
         return PasswordHasher.legacyDigest(md5Hex: text)
     }
 
-    static func isBcrypt(_ text: String) -> Bool {
-        text.count == 60 && (text.hasPrefix("$2a$") || text.hasPrefix("$2b$") || text.hasPrefix("$2y$"))
+    static func isBcrypt(_ text: String) -> Bool { text.hasPrefix("$2") && text.count == 60 }
+
+    /// A legacy bcrypt hash this server will verify: well formed, cost within
+    /// `PasswordHasher.acceptedCosts` (4–16). Nil, with the reason, for anything else.
+    static func usableBcrypt(_ text: String) -> (hash: String?, problem: String?) {
+        guard let cost = PasswordHasher.bcryptCost(text) else { return (nil, "password looks like bcrypt but is malformed") }
+        guard PasswordHasher.acceptedCosts.contains(cost) else {
+            return (nil, "bcrypt cost \(cost) is outside 4–16 (a crafted hash could hold a hashing thread for hours)")
+        }
+        return (text, nil)
     }
 
     /// A date: the field, else the ObjectId's creation second, else the epoch.
@@ -90,7 +98,12 @@ extension LegacyImporter {
         if let subject { fields["jwt_subject"] = .string(subject) }
         if let password = doc.string("password"), !password.isEmpty {
             if Self.isBcrypt(password) {
-                fields["password_hash"] = .string(password)
+                let checked = Self.usableBcrypt(password)
+                if let hash = checked.hash {
+                    fields["password_hash"] = .string(hash)
+                } else {
+                    notes.adjust("users", legacyId, app.appId, handle, "\(checked.problem ?? "unusable bcrypt hash"); imported without a password (the user resets it)")
+                }
             } else if let hash = Self.storedFormOfRawMD5(password) {
                 fields["password_hash"] = .string(hash)  // the raw-MD5 era: hashed now, never stored as is
             } else {
@@ -185,8 +198,29 @@ extension LegacyImporter {
         let keysJSON = CompactJSON.text(keys)
         var importedNow = 0
         var notes = Notes()
+        let identities = CompactJSON.text(.array(rows.map { row in
+            .object(["app_ref": .int(Int(row.appRef)), "legacy_id": .string(row.legacyId), "fingerprint": row.fields["fingerprint"] ?? .null])
+        }))
+        let overwrite = options.overwriteLocalChanges
         try await client.transaction(logger: logger) { db in
             notes = Notes()
+            // Rows changed or deleted on this server since the import wrote them are kept (sql/0006).
+            let local = try await LegacyImportStore.localUserChanges(db, rows: identities, logger: self.logger)
+            var recreated: [JSONValue] = []
+            var rows = rows
+            if !local.isEmpty {
+                rows = rows.filter { row in
+                    guard let change = local["\(row.appRef)|\(row.legacyId)"] else { return true }
+                    let what = change.deleted ? "deleted on this server" : "changed on this server since it was imported (status now '\(change.status)')"
+                    if overwrite {
+                        notes.add("overwritten", "users", row.legacyId, row.appId, row.handle, "\(what); overwritten by the export (--overwrite-local-changes)")
+                        if change.deleted { recreated.append(.object(["app_ref": .int(Int(row.appRef)), "legacy_id": .string(row.legacyId)])) }
+                        return true
+                    }
+                    notes.add("kept", "users", row.legacyId, row.appId, row.handle, "\(what); the newer export was not applied (--overwrite-local-changes applies it)")
+                    return false
+                }
+            }
             let collisions = try await LegacyImportStore.userCollisions(db, keys: keysJSON, logger: self.logger)
             var byKey: [String: LegacyImportStore.Collision] = [:]
             for c in collisions { byKey["\(c.kind)|\(c.appRef)|\(c.key)"] = c }
@@ -197,6 +231,11 @@ extension LegacyImporter {
                 if let existing = byKey["handle|\(row.appRef)|\(row.handle.lowercased())"], existing.legacyId != row.legacyId {
                     guard let existingId = existing.legacyId else {
                         notes.refuse("users", row.legacyId, row.appId, row.handle, "a user with this handle was created on this server; not overwritten")
+                        continue
+                    }
+                    if existing.locallyChanged && !overwrite {
+                        notes.refuse("users", row.legacyId, row.appId, row.handle,
+                                     "duplicate handle in the app; kept legacy row \(existingId): it was changed on this server since it was imported")
                         continue
                     }
                     if self.options.duplicates == .mergeNewest && Self.newer((row.updatedAt, row.legacyId), than: (existing.updatedAt, existingId)) {
@@ -244,6 +283,9 @@ extension LegacyImporter {
             if !replaced.isEmpty {
                 try await LegacyImportStore.deleteImportedUsers(
                     db, ids: String(decoding: try JSONCoding.encode(JSONValue.array(replaced)), as: UTF8.self), logger: self.logger)
+            }
+            if !recreated.isEmpty {
+                try await LegacyImportStore.clearUserTombstones(db, ids: CompactJSON.text(.array(recreated)), logger: self.logger)
             }
             if !accepted.isEmpty {
                 let payload = "[" + accepted.map { CompactJSON.text(.object($0.fields)) }.joined(separator: ",") + "]"
@@ -325,7 +367,7 @@ extension LegacyImporter {
                 let status = pending ? "pending" : "verified"
                 switch kind {
                 case .signups:
-                    let password = doc.string("password").flatMap { Self.isBcrypt($0) ? $0 : Self.storedFormOfRawMD5($0) }
+                    let password = doc.string("password").flatMap { Self.isBcrypt($0) ? Self.usableBcrypt($0).hash : Self.storedFormOfRawMD5($0) }
                     try await LegacyImportStore.upsertSignup(
                         db, id: id, appRef: ref, handle: handle, passwordHash: password, codeSealed: sealed, metadata: metadata, locale: locale,
                         status: status, expiresAt: expiresAt, createdAt: createdAt, updatedAt: updatedAt, legacyId: legacyId,
@@ -344,6 +386,84 @@ extension LegacyImporter {
             }
             return (imported, notes)
         }
+        if options.dryRun {
+            (importedNow, notes) = try await work(nil)
+            record(notes)
+        } else {
+            (importedNow, notes) = try await client.transaction(logger: logger) { db in
+                let result = try await work(db)
+                self.record(result.1)
+                try await self.flushReport(db)
+                return result
+            }
+        }
+        counts.imported += importedNow
+        notes.tally(into: &counts)
+    }
+
+    // MARK: reset codes
+
+    /// Legacy pending reset codes (§3.5: they never expired) are carried, each valid for
+    /// `resetCodeLifetime` from the import; the user types the handle or user name the legacy row
+    /// holds, with the e-mailed code. A code an earlier import carried is never carried again (used or
+    /// expired here, it stays gone).
+    func importResetCodes(_ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
+        let collection = "resetpasswords"
+        let lastIndex = batch.last?.index ?? 0
+        let expiresAt = options.now.addingTimeInterval(options.resetCodeLifetime)
+        let work: @Sendable (PostgresConnection?) async throws -> (Int, Notes) = { db in
+            var notes = Notes()
+            var imported = 0
+            for item in batch {
+                let doc = item.doc
+                guard let (app, ref) = self.owner(collection, doc, &notes) else { continue }
+                let legacyId = doc.id ?? ""
+                // The lower-cased handle or user name the user typed, as resetPassword reads it.
+                let identifier = LegacyMapping.handle(doc.string("handle") ?? "").lowercased()
+                func refuse(_ reason: String) { notes.refuse(collection, legacyId, app.appId, identifier, reason) }
+                guard !legacyId.isEmpty, !identifier.isEmpty else {
+                    refuse("no _id or no handle")
+                    continue
+                }
+                guard (doc.string("status") ?? "pending") == "pending" else {
+                    refuse("not pending")
+                    continue
+                }
+                guard let code = doc.int("code"), (100_000...999_999).contains(code) else {
+                    refuse("no usable 6-digit code")
+                    continue
+                }
+                guard let db else {
+                    imported += 1
+                    continue
+                }
+                let earlier = try await LegacyImportStore.carriedResetCode(db, appRef: ref, legacyId: legacyId, logger: self.logger)
+                if earlier.carried {
+                    if earlier.present {
+                        imported += 1  // this very row, from an earlier run
+                    } else {
+                        notes.add("kept", collection, legacyId, app.appId, identifier, "carried by an earlier import and since used or expired here; not carried again")
+                    }
+                    continue
+                }
+                guard let userId = try await LegacyImportStore.userForReset(db, appRef: ref, identifier: identifier, logger: self.logger) else {
+                    refuse("no user of the app has this handle or user name; not carried")
+                    continue
+                }
+                let sealed = try self.box.seal(String(code), purpose: "reset-code:\(app.appId):\(identifier)")
+                try await LegacyImportStore.insertLegacyResetCode(
+                    db, appRef: ref, userId: userId, identifier: identifier, codeSealed: sealed, expiresAt: expiresAt,
+                    createdAt: Self.date(doc, "createdAt"), legacyId: legacyId, logger: self.logger)
+                notes.adjust(collection, legacyId, app.appId, identifier,
+                             "legacy reset codes never expired; carried valid until \(ISO8601.milliseconds(expiresAt)) (import time + \(Int(self.options.resetCodeLifetime / 60)) min)")
+                imported += 1
+            }
+            if let db {
+                try await LegacyImportStore.setCheckpoint(db, source: self.source, collection: collection, rowsDone: lastIndex + 1, logger: self.logger)
+            }
+            return (imported, notes)
+        }
+        let (importedNow, notes): (Int, Notes)
         if options.dryRun {
             (importedNow, notes) = try await work(nil)
             record(notes)

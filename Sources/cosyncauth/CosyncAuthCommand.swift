@@ -78,13 +78,7 @@ func withDatabase<T: Sendable>(
 }
 
 enum Failure {
-    static func summary(_ error: any Error) -> String {
-        if let psql = error as? PSQLError {
-            if let message = psql.serverInfo?[.message] { return message }
-            return "\(psql.code)"
-        }
-        return "\(error)"
-    }
+    static func summary(_ error: any Error) -> String { describeForOperator(error) }
 
     /// Runs a command body: a bad setting prints `cosyncauth: <setting>: <problem>` and exits 2.
     static func guarded(_ body: () async throws -> Void) async throws {
@@ -101,6 +95,10 @@ enum Failure {
             throw ExitCode(1)
         } catch let error as AdminFailure {
             FileHandle.standardError.write(Data("cosyncauth: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        } catch let error as PSQLError {
+            // PSQLError's own text is deliberately generic: the SQLSTATE and the server's message instead.
+            FileHandle.standardError.write(Data("cosyncauth: database error: \(describeForOperator(error))\n".utf8))
             throw ExitCode(1)
         }
     }
@@ -185,7 +183,8 @@ struct OperatorTokenCommand: AsyncParsableCommand {
 
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a new stored operator token and print it (used when COSYNC_OPERATOR_TOKEN is not set).")
+            abstract: "Make a new stored operator token and print it (used when COSYNC_OPERATOR_TOKEN is not set).",
+            discussion: "Running servers accept the new token, and refuse the old one, within 2 seconds.")
         @OptionGroup var db: DatabaseOptions
 
         func run() async throws {
@@ -198,6 +197,9 @@ struct OperatorTokenCommand: AsyncParsableCommand {
                     return try await OperatorToken.reset(client: client, logger: logger)
                 }
                 print(token)
+                if Environment.value("COSYNC_OPERATOR_TOKEN") != nil {
+                    FileHandle.standardError.write(Data("warning: COSYNC_OPERATOR_TOKEN is set here; servers started with it keep using it, not the stored token\n".utf8))
+                }
             }
         }
     }

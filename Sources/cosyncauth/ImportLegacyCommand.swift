@@ -14,7 +14,10 @@ struct ImportLegacyCommand: AsyncParsableCommand {
             DIR holds one mongoexport file per collection: apps.json, users.json, signups.json, invites.json, \
             resetpasswords.json, emailtemplates.json (JSON lines or --jsonArray; canonical or relaxed Extended JSON). \
             Every app is decrypted and checked before anything is written. Batches commit with a checkpoint: rerun \
-            after a crash to resume; running twice leaves the database as one run does.
+            after a crash to resume; running twice leaves the database as one run does. Importing a newer export \
+            never undoes what happened here: imported apps and users changed or deleted on this server are kept \
+            and reported (--overwrite-local-changes overrides). Pending reset codes are carried, valid for \
+            --reset-code-minutes from the import.
             """)
 
     @OptionGroup var db: DatabaseOptions
@@ -43,6 +46,12 @@ struct ImportLegacyCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("invite-days"), help: "Days an imported pending invite stays valid (legacy invites never expired)")
     var inviteDays: Int = 30
+
+    @Option(name: .customLong("reset-code-minutes"), help: "Minutes a carried pending reset code stays valid from the import (legacy codes never expired); default COSYNC_RESET_CODE_MINUTES, else 60")
+    var resetCodeMinutes: Int?
+
+    @Flag(name: .customLong("overwrite-local-changes"), help: "Let the export overwrite imported apps and users changed on this server since an earlier import (suspended, password changed, token rotated) and re-create deleted users; by default they are kept and reported")
+    var overwriteLocalChanges = false
 
     @Option(name: .customLong("batch-size"), help: "Rows per transaction")
     var batchSize: Int = 2000
@@ -91,6 +100,18 @@ struct ImportLegacyCommand: AsyncParsableCommand {
             options.duplicates = policy
             options.batchSize = batchSize
             options.inviteValidity = Double(inviteDays) * 86400
+            let resetMinutes: Int
+            if let resetCodeMinutes {
+                resetMinutes = resetCodeMinutes
+            } else if let text = Environment.value("COSYNC_RESET_CODE_MINUTES") {
+                guard let minutes = Int(text) else { throw ConfigurationError("COSYNC_RESET_CODE_MINUTES", "must be a number of minutes") }
+                resetMinutes = minutes
+            } else {
+                resetMinutes = 60
+            }
+            guard (5...10080).contains(resetMinutes) else { throw ConfigurationError("--reset-code-minutes", "must be 5 to 10080") }
+            options.resetCodeLifetime = Double(resetMinutes) * 60
+            options.overwriteLocalChanges = overwriteLocalChanges
             options.reportURL = URL(fileURLWithPath: report)
             options.notes = zipNotes
             if let legacyPublicKey {

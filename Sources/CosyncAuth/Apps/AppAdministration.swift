@@ -271,7 +271,8 @@ public struct AppAdministration: Sendable {
 
     /// The app whose secret this is, if any. The secret is looked up by its SHA-256 (unique index), so
     /// the database never sees or compares the secret itself.
-    public func appId(forSecret secret: String) async throws -> String? {
+    /// Its status comes with it, so the caller can hold a suspended app's secret to reads.
+    public func app(forSecret secret: String) async throws -> (appId: String, status: String)? {
         guard !secret.isEmpty, secret.utf8.count <= 512 else { return nil }
         return try await client.withConnection {
             try await AppStore.appIdForSecretHash($0, hash: Secrets.sha256(secret), logger: logger)

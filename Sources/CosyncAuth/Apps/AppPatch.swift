@@ -40,12 +40,10 @@ public struct AppState: Sendable, Equatable {
         let v = FieldReader(field: key, value: value)
         switch key {
         case "name":
-            let name = try v.string().trimmingCharacters(in: .whitespacesAndNewlines)
+            // Lengths count code points (as JSON Schema's maxLength does), before trimming.
+            let name = try v.string(maxLength: Self.maxNameLength).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !name.isEmpty else { throw FieldError(key, "invalid_value", "must not be empty") }
-            guard name.count <= Self.maxNameLength else {
-                throw FieldError(key, "too_long", "must be at most \(Self.maxNameLength) characters")
-            }
-            guard !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || [0x85, 0x2028, 0x2029].contains($0.value) }) else {
                 throw FieldError(key, "invalid_value", "must not contain control characters")
             }
             self.name = name
@@ -93,13 +91,13 @@ public struct AppState: Sendable, Equatable {
         case "metaDataInvite": settings.metaDataInvite = try Self.parseMetaData(value, field: key, allowCanEdit: false)
         case "TWILIOAccountSid":
             credentials.TWILIOAccountSid = try v.credential { $0.count == 34 && $0.hasPrefix("AC") && Hex.decode(String($0.dropFirst(2))) != nil }
-        case "TWILIOToken": credentials.TWILIOToken = try v.credential { (16...200).contains($0.count) }
+        case "TWILIOToken": credentials.TWILIOToken = try v.credential { (16...200).contains($0.unicodeScalars.count) }
         case "TWILIOPhoneNumber":
             credentials.TWILIOPhoneNumber = try v.credential { number in
                 number.first == "+" && (8...16).contains(number.count) && number.dropFirst().allSatisfy(\.isASCII)
                     && number.dropFirst().allSatisfy(\.isNumber) && number.dropFirst().first != "0"
             }
-        case "emailExtensionAPIKey": credentials.emailExtensionAPIKey = try v.credential { (8...500).contains($0.count) }
+        case "emailExtensionAPIKey": credentials.emailExtensionAPIKey = try v.credential { (8...500).contains($0.unicodeScalars.count) }
         default:
             throw FieldError(key, "unknown_field", "is not a setting of an app")
         }
@@ -166,7 +164,7 @@ struct FieldReader {
 
     func string(maxLength: Int = 10_000) throws(FieldError) -> String {
         guard let text = value.stringValue else { throw typeError("a string") }
-        guard text.count <= maxLength else { throw FieldError(field, "too_long", "must be at most \(maxLength) characters") }
+        guard text.unicodeScalars.count <= maxLength else { throw FieldError(field, "too_long", "must be at most \(maxLength) characters") }
         return text
     }
 

@@ -21,9 +21,10 @@ public struct AppRecords: Sendable {
         let app = try await apps.row(appId: appId)
         let before = try Cursor.textOrNil(cursor).map { raw -> (Date, UUID) in
             guard let bar = raw.firstIndex(of: "|"), let micros = Int64(raw[..<bar]),
-                let id = UUID(uuidString: String(raw[raw.index(after: bar)...]))
+                let id = UUID(uuidString: String(raw[raw.index(after: bar)...])),
+                let date = Date.storable(secondsSince1970: Double(micros) / 1_000_000)
             else { throw Cursor.invalid }
-            return (Date(timeIntervalSince1970: Double(micros) / 1_000_000), id)
+            return (date, id)
         }
         let rows = try await client.withConnection { db in
             try await AppRecordStore.listPending(db, kind: kind, appRef: app.ref, before: before, limit: limit + 1, logger: logger)

@@ -48,7 +48,7 @@ public struct MetaDataField: Codable, Sendable, Equatable {
             throw FieldError("\(field).path", "invalid_value", "must not start with the JWT claim '\(head)'")
         }
         guard let fieldName = object["fieldName"]?.stringValue,
-            !fieldName.trimmingCharacters(in: .whitespaces).isEmpty, fieldName.count <= 100
+            !fieldName.trimmingCharacters(in: .whitespaces).isEmpty, fieldName.unicodeScalars.count <= 100
         else {
             throw FieldError("\(field).fieldName", "invalid_value", "is required: a non-empty string of up to 100 characters")
         }

@@ -19,9 +19,11 @@ public struct ServerConfiguration: Sendable {
     /// Access tokens live max(this, the app's userJWTExpiration).
     public var accessTokenLifetime: TimeInterval = 30 * 24 * 3600
     public var flows = FlowSettings()
-    /// Behind a trusted reverse proxy: the header carrying the client address (e.g. X-Forwarded-For;
-    /// its last entry, the one the proxy appended, is used). Unset: the TCP peer address.
-    public var clientIPHeader: String? = nil
+    /// The header that trusted proxies put the client address in (`COSYNC_CLIENT_IP_HEADER`, default
+    /// X-Forwarded-For), and which proxies are trusted (`COSYNC_TRUSTED_PROXIES`, see TrustedProxies).
+    /// No trusted proxies: the TCP peer address is the client.
+    public var clientIPHeader: String = "x-forwarded-for"
+    public var trustedProxies: TrustedProxies = .none
     /// `log` (development) or `twilio`.
     public var smsTransport: String = "log"
     public var twilioBaseURL: String = "https://api.twilio.com"
@@ -139,7 +141,11 @@ public struct ServerConfiguration: Sendable {
             }
             return n
         }
-        clientIPHeader = value("COSYNC_CLIENT_IP_HEADER")
+        if let header = value("COSYNC_CLIENT_IP_HEADER") {
+            clientIPHeader = header.lowercased()
+            trustedProxies = .count(1)  // the header alone keeps its old meaning: one proxy in front
+        }
+        if let proxies = value("COSYNC_TRUSTED_PROXIES") { trustedProxies = try TrustedProxies.parse(proxies) }
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }

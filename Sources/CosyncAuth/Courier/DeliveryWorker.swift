@@ -3,10 +3,22 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Sends queued outbox rows. Any number of nodes may run it: each claims due rows with
-/// `FOR UPDATE SKIP LOCKED` inside a transaction, sends them, and records the outcome before
-/// committing. A crash before the commit leaves the rows queued for the next worker; failures are
-/// retried with exponential backoff (5 s doubling, at most 1 h) up to `maxAttempts`.
+/// Sends queued outbox rows, one message at a time. Any number of nodes (and `lanes` loops per node)
+/// may run it. Each message goes through three separate steps:
+///
+/// 1. **claim**: one statement picks the oldest due row with `FOR UPDATE SKIP LOCKED`, sets it
+///    `sending`, counts the attempt and moves `next_attempt` forward by `lease` (the lease), and commits;
+/// 2. **send**: the provider call, outside any transaction;
+/// 3. **mark**: one statement sets it `sent` (and redacts its codes) or back to `queued` with backoff
+///    (5 s doubling, at most 1 h), or `failed` after `maxAttempts` or a non-retryable answer.
+///
+/// A worker that dies between 1 and 3 leaves the row `sending`; when its lease runs out another worker
+/// claims it again. So a crash resends at most the one message in flight, and never a message already
+/// marked `sent`. Neither SendGrid's `v3/mail/send` nor Twilio's Messages API takes an idempotency key,
+/// so that one resend cannot be deduplicated by the provider; each e-mail carries the outbox row id in
+/// SendGrid `custom_args` (`cosync_message_id`) so a duplicate can be traced.
+///
+/// Messages of a suspended app are not claimed: they stay `queued` and go out once it is active again.
 public struct DeliveryWorker: Service {
     let client: PostgresClient
     let box: SecretBox
@@ -16,95 +28,193 @@ public struct DeliveryWorker: Service {
     let pollInterval: Duration
     let maxAttempts: Int
     let batchSize: Int
+    /// The operator's sender address (COSYNC_EMAIL_FROM): the From of every e-mail, unless the app
+    /// sends through its own provider key.
+    let operatorFrom: String
+    /// How long a claimed message is reserved for its worker. Longer than the transports' 15 s timeout.
+    let leaseSeconds: Int
+    /// Concurrent claim-send-mark loops in `run()`, so one slow provider call does not hold the rest.
+    let lanes: Int
 
     public init(
         client: PostgresClient, box: SecretBox, email: any EmailTransport, sms: any SMSTransport, logger: Logger,
-        pollInterval: Duration = .milliseconds(500), maxAttempts: Int = 8, batchSize: Int = 20
+        operatorFrom: String, pollInterval: Duration = .milliseconds(500), maxAttempts: Int = 8, batchSize: Int = 20,
+        leaseSeconds: Int = 60, lanes: Int = 4
     ) {
         self.client = client
         self.box = box
         self.email = email
         self.sms = sms
         self.logger = logger
+        self.operatorFrom = operatorFrom
         self.pollInterval = pollInterval
-        self.maxAttempts = maxAttempts
-        self.batchSize = batchSize
+        self.maxAttempts = max(1, maxAttempts)
+        self.batchSize = max(1, batchSize)
+        self.leaseSeconds = max(1, leaseSeconds)
+        self.lanes = max(1, lanes)
     }
 
     /// Templates whose body is a long-lived secret (the TOTP key and its QR code): once sent, the
-    /// outbox keeps only the envelope.
+    /// outbox keeps only the envelope, whatever the transport.
     static let redactedAfterSending: Set<String> = ["qrCode"]
+    /// Templates that carry a one-time code or link: redacted once a real transport delivered them (or
+    /// delivery finally failed). With the log transport nothing left the server, so the outbox keeps
+    /// them: it is where a developer reads the code.
+    static let redactedAfterDelivery: Set<String> = ["signUp", "signUpLink", "invite", "resetPassword", "sms", "qrCode"]
+    static let redactedBody = "[redacted after delivery]"
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let sent = (try? await deliverDue()) ?? 0
-                if sent == 0 { try? await Task.sleep(for: pollInterval) }
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<lanes {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            let sent = (try? await deliverNext()) ?? false
+                            if !sent { try? await Task.sleep(for: pollInterval) }
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// Claims and sends one batch of due messages. Returns how many were handled.
+    /// Sends due messages one by one, at most `batchSize`. Returns how many were handled.
     @discardableResult
     public func deliverDue() async throws -> Int {
-        try await client.transaction(logger: logger) { db in
-            let rows = try await db.query(
-                """
-                SELECT m.id, a.app_id, m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
-                       m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
-                FROM messages m JOIN apps a ON a.id = m.app_ref
-                WHERE m.status = 'queued' AND m.next_attempt <= now()
-                ORDER BY m.id LIMIT \(batchSize)
+        var handled = 0
+        while handled < batchSize, try await deliverNext() { handled += 1 }
+        return handled
+    }
+
+    /// Claims one due message, sends it and records the outcome. False when nothing was due.
+    @discardableResult
+    public func deliverNext() async throws -> Bool {
+        guard let claimed = try await claim() else { return false }
+        try await deliver(claimed)
+        return true
+    }
+
+    struct Claimed {
+        let message: OutboundMessage
+        /// The attempt this claim is (already counted).
+        let attempt: Int
+        let settings: AppSettings
+        let sealed: Data?
+    }
+
+    /// Step 1: takes the lease on the oldest due message (queued and due, or `sending` whose lease ran
+    /// out) of an app that is not suspended. One statement, so one short transaction.
+    func claim() async throws -> Claimed? {
+        let rows = try await client.query(
+            """
+            WITH due AS (
+                SELECT m.id FROM messages m JOIN apps a ON a.id = m.app_ref
+                WHERE m.status IN ('queued', 'sending') AND m.next_attempt <= now() AND a.status <> 'suspended'
+                ORDER BY m.next_attempt, m.id LIMIT 1
                 FOR UPDATE OF m SKIP LOCKED
-                """, logger: logger)
-            var batch: [(OutboundMessage, Int, AppSettings, Data?)] = []
-            for try await row in rows {
-                let c = try row.decode(
-                    (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
-                     String?, Data?).self)
-                batch.append((
-                    OutboundMessage(id: c.0, appId: c.1, channel: c.2, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
-                                    sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
-                    c.11, c.12, c.13))
-            }
-            for (message, attempts, settings, sealed) in batch {
-                do {
-                    let credentials = try sealed.map {
-                        try JSONDecoder().decode(ProviderCredentials.self, from: try box.open($0, purpose: "app-credentials:\(message.appId)"))
-                    } ?? ProviderCredentials()
-                    if message.channel == "sms" {
-                        try await sms.send(message, credentials: credentials)
-                    } else {
-                        let appKey = settings.emailExtension ? credentials.emailExtensionAPIKey : nil
-                        try await email.send(message, apiKey: appKey)
-                    }
-                    try await db.query(
-                        "UPDATE messages SET status = 'sent', attempts = attempts + 1, sent_at = now(), last_error = NULL WHERE id = \(message.id)",
-                        logger: logger)
-                    if Self.redactedAfterSending.contains(message.template) {
-                        try await db.query(
-                            """
-                            UPDATE messages SET body = '[redacted after delivery]', html_body = '', attachment_data = NULL
-                            WHERE id = \(message.id)
-                            """, logger: logger)
-                    }
-                } catch {
-                    let reason = (error as? DeliveryError)?.description ?? "\(type(of: error))"
-                    let retryable = (error as? DeliveryError)?.retryable ?? true
-                    let next = attempts + 1
-                    let finalFailure = !retryable || next >= maxAttempts
-                    let delay = min(5 * (1 << min(next, 10)), 3600)
-                    try await db.query(
-                        """
-                        UPDATE messages SET attempts = \(next), last_error = \(reason),
-                            status = \(finalFailure ? "failed" : "queued"),
-                            next_attempt = now() + make_interval(secs => \(delay)::int)
-                        WHERE id = \(message.id)
-                        """, logger: logger)
-                    logger.warning("message delivery failed", metadata: ["id": "\(message.id)", "app": "\(message.appId)", "reason": "\(reason)", "final": "\(finalFailure)"])
-                }
-            }
-            return batch.count
+            )
+            UPDATE messages m SET status = 'sending', attempts = m.attempts + 1,
+                next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
+            FROM due, apps a
+            WHERE m.id = due.id AND a.id = m.app_ref
+            RETURNING m.id, a.app_id, m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
+                      m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
+            """, logger: logger)
+        for try await row in rows {
+            let c = try row.decode(
+                (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
+                 String?, Data?).self)
+            return Claimed(
+                message: OutboundMessage(
+                    id: c.0, appId: c.1, channel: c.2, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
+                    sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
+                attempt: c.11, settings: c.12, sealed: c.13)
         }
+        return nil
+    }
+
+    /// The From and Reply-To of an e-mail. Only an app that sends through its own provider key may
+    /// choose its From (`requestedFrom`, its `emailExtensionSenderEmail`); otherwise From is the
+    /// operator's address and the tenant's address (the template's `replyTo`, else the requested From)
+    /// only becomes Reply-To.
+    static func addresses(requestedFrom: String, replyTo: String, operatorFrom: String, ownKey: Bool) -> (from: String, replyTo: String) {
+        if ownKey, !requestedFrom.isEmpty { return (requestedFrom, replyTo) }
+        let tenant = replyTo.isEmpty ? requestedFrom : replyTo
+        return (operatorFrom, tenant.lowercased() == operatorFrom.lowercased() ? "" : tenant)
+    }
+
+    /// Steps 2 and 3 for one claimed message.
+    func deliver(_ claimed: Claimed) async throws {
+        let message = claimed.message
+        if claimed.attempt > maxAttempts {
+            // Only a lease that ran out (the worker died while sending) gets a row here: stop retrying.
+            try await markFailed(claimed, reason: "gave up: the delivery lease ran out \(claimed.attempt - 1) times", final: true)
+            return
+        }
+        let delivered: Bool
+        do {
+            let credentials = try claimed.sealed.map {
+                try JSONDecoder().decode(ProviderCredentials.self, from: try box.open($0, purpose: "app-credentials:\(message.appId)"))
+            } ?? ProviderCredentials()
+            if message.channel == "sms" {
+                try await sms.send(message, credentials: credentials)
+                delivered = sms.deliversExternally
+            } else {
+                let appKey = claimed.settings.emailExtension ? credentials.emailExtensionAPIKey.flatMap { $0.isEmpty ? nil : $0 } : nil
+                let (from, replyTo) = Self.addresses(
+                    requestedFrom: message.sender, replyTo: message.replyTo, operatorFrom: operatorFrom, ownKey: appKey != nil)
+                var outgoing = OutboundMessage(
+                    id: message.id, appId: message.appId, channel: message.channel, to: message.to, template: message.template,
+                    subject: message.subject, text: message.text, html: message.html, sender: from, senderName: message.senderName,
+                    replyTo: replyTo)
+                outgoing.attachmentName = message.attachmentName
+                outgoing.attachmentData = message.attachmentData
+                try await email.send(outgoing, apiKey: appKey)
+                delivered = email.deliversExternally
+            }
+        } catch {
+            let reason = (error as? DeliveryError)?.description ?? "\(type(of: error))"
+            let retryable = (error as? DeliveryError)?.retryable ?? true
+            try await markFailed(claimed, reason: reason, final: !retryable || claimed.attempt >= maxAttempts)
+            return
+        }
+        let redact = Self.redactedAfterSending.contains(message.template)
+            || (delivered && Self.redactedAfterDelivery.contains(message.template))
+        let rows = try await client.query(
+            """
+            UPDATE messages SET status = 'sent', sent_at = now(), last_error = NULL,
+                body = CASE WHEN \(redact) THEN \(Self.redactedBody) ELSE body END,
+                html_body = CASE WHEN \(redact) THEN '' ELSE html_body END,
+                attachment_data = CASE WHEN \(redact) THEN NULL ELSE attachment_data END
+            WHERE id = \(message.id) AND status = 'sending' AND attempts = \(claimed.attempt)
+            RETURNING id
+            """, logger: logger)
+        var marked = false
+        for try await _ in rows { marked = true }
+        if !marked {
+            // The lease ran out during the send and another worker took the row over: it marks it.
+            logger.warning("message sent after its lease ran out", metadata: ["id": "\(message.id)", "app": "\(message.appId)"])
+        }
+    }
+
+    /// Step 3 on failure: back to `queued` with backoff, or `failed` (a code-carrying body is then
+    /// redacted too: it will never be delivered).
+    func markFailed(_ claimed: Claimed, reason: String, final: Bool) async throws {
+        let message = claimed.message
+        let delay = min(5 * (1 << min(max(claimed.attempt, 0), 10)), 3600)
+        let redact = final && Self.redactedAfterDelivery.contains(message.template)
+            && (message.channel == "sms" ? sms.deliversExternally : email.deliversExternally)
+        try await client.query(
+            """
+            UPDATE messages SET last_error = \(reason), status = \(final ? "failed" : "queued"),
+                next_attempt = now() + make_interval(secs => \(delay)::int),
+                body = CASE WHEN \(redact) THEN \(Self.redactedBody) ELSE body END,
+                html_body = CASE WHEN \(redact) THEN '' ELSE html_body END,
+                attachment_data = CASE WHEN \(redact) THEN NULL ELSE attachment_data END
+            WHERE id = \(message.id) AND status = 'sending' AND attempts = \(claimed.attempt)
+            """, logger: logger)
+        logger.warning(
+            "message delivery failed",
+            metadata: ["id": "\(message.id)", "app": "\(message.appId)", "reason": "\(reason)", "final": "\(final)"])
     }
 }

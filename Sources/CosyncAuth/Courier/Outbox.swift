@@ -5,7 +5,8 @@ import PostgresNIO
 /// Writes e-mails and SMS to the `messages` outbox, inside the caller's transaction, so a message
 /// exists exactly when the state change it belongs to was committed. The delivery worker sends them.
 public struct Outbox: Sendable {
-    /// Default sender of e-mail (COSYNC_EMAIL_FROM).
+    /// The operator's sender of e-mail (COSYNC_EMAIL_FROM). The From of an e-mail is decided when it is
+    /// sent (DeliveryWorker.addresses), not stored here.
     public let defaultSender: String
     /// Public base URL, for the signup link.
     public let publicURL: String
@@ -60,9 +61,12 @@ public struct Outbox: Sendable {
         let subject = Self.render(template.subject, ["APP_NAME": app.name], html: false)
         let html = Self.render(template.html, all, html: true)
         let text = Self.render(template.text.isEmpty ? Self.stripTags(template.html) : template.text, plainValues, html: false)
+        // `sender` is the From the tenant asks for (its e-mail extension address), `reply_to` the
+        // template's. The delivery worker decides at send time, when it knows which provider key it
+        // uses: only with the app's own key may `sender` be the From; otherwise From is the operator's
+        // COSYNC_EMAIL_FROM and the tenant's address only becomes Reply-To (DeliveryWorker.addresses).
         let settings = app.settings
-        let sender = !template.replyTo.isEmpty ? template.replyTo
-            : (settings.emailExtension && !settings.emailExtensionSenderEmail.isEmpty ? settings.emailExtensionSenderEmail : defaultSender)
+        let sender = settings.emailExtension ? settings.emailExtensionSenderEmail : ""
         try await db.query(
             """
             INSERT INTO messages (app_ref, channel, recipient, template, subject, body, html_body, sender, sender_name, reply_to,

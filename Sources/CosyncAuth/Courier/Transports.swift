@@ -29,17 +29,31 @@ public struct DeliveryError: Error, CustomStringConvertible {
 public protocol EmailTransport: Sendable {
     /// `apiKey` is the app's own provider key (e-mail extension), when it has one.
     func send(_ message: OutboundMessage, apiKey: String?) async throws
+    /// False for a transport that delivers nowhere (the log transport): the outbox row is then the
+    /// only copy of the message, so its codes are kept.
+    var deliversExternally: Bool { get }
 }
 
 public protocol SMSTransport: Sendable {
     func send(_ message: OutboundMessage, credentials: ProviderCredentials) async throws
+    var deliversExternally: Bool { get }
+}
+
+extension EmailTransport {
+    public var deliversExternally: Bool { true }
+}
+
+extension SMSTransport {
+    public var deliversExternally: Bool { true }
 }
 
 /// Development transport: marks messages sent and logs that they were (not their bodies, which hold
-/// codes; read them with GET /admin/v1/apps/{appId}/messages).
+/// codes; read them with GET /admin/v1/apps/{appId}/messages, where they stay since nothing left the server).
 public struct LogTransport: EmailTransport, SMSTransport {
     let logger: Logger
     public init(logger: Logger) { self.logger = logger }
+
+    public var deliversExternally: Bool { false }
 
     public func send(_ message: OutboundMessage, apiKey: String?) async throws {
         logger.info("e-mail delivered to the log transport", metadata: ["id": "\(message.id)", "app": "\(message.appId)", "template": "\(message.template)"])
@@ -78,6 +92,9 @@ public struct SendGridTransport: EmailTransport {
             ]),
         ]
         if !message.replyTo.isEmpty { payload["reply_to"] = .object(["email": .string(message.replyTo)]) }
+        // SendGrid has no idempotency key: the outbox row id travels along (custom_args are echoed in
+        // its event webhook and activity feed) so a resend after a crash can be traced to its row.
+        payload["custom_args"] = .object(["cosync_message_id": .string(String(message.id)), "cosync_app_id": .string(message.appId)])
         if let name = message.attachmentName, let data = message.attachmentData {
             payload["attachments"] = .array([
                 .object([
@@ -103,7 +120,8 @@ public struct SendGridTransport: EmailTransport {
 
 /// Twilio Messages API: `POST {base}/2010-04-01/Accounts/{AccountSid}/Messages.json`, form-encoded
 /// `To`, `From`, `Body`, HTTP Basic with the app's AccountSid and auth token. The base URL is
-/// configurable (tests point it at a fake receiver).
+/// configurable (tests point it at a fake receiver). The Messages API takes no idempotency key, so a
+/// message resent after a worker crash (see DeliveryWorker) cannot be deduplicated by Twilio.
 public struct TwilioTransport: SMSTransport {
     let http: HTTPClient
     let baseURL: String

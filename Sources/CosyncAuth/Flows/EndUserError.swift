@@ -20,6 +20,7 @@ public enum EndUserError: Error, Equatable, Sendable {
     case googleLoginDisabled        // 416
     case internalError              // 500
     case smsLimitReached            // 500: the app's smsDailyLimit is used up; nothing was sent
+    case rateLimited                // 500: too many requests for this account or address; nothing was sent
     case invalidCredentials         // 600 (also while a login is locked out)
     case handleAlreadyRegistered    // 601
     case invalidData                // 602

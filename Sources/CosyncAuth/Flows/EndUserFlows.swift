@@ -26,6 +26,13 @@ public struct FlowSettings: Sendable {
     public var smsPerNumberPerHour: Int = 5
     /// A client address may fail this many times more than one handle before it is locked.
     public var addressThresholdFactor: Int = 5
+    /// A handle as a whole (failures from several addresses) locks at this many times maxLoginAttempts.
+    public var handleThresholdFactor: Int = 3
+    /// Signup and invite e-mails (new codes and re-sends) per handle and hour.
+    public var codeMailsPerHandlePerHour: Int = 5
+    /// forgotPassword requests per account and hour, and per client address and hour.
+    public var resetMailsPerAccountPerHour: Int = 5
+    public var resetRequestsPerAddressPerHour: Int = 30
     public init() {}
 }
 

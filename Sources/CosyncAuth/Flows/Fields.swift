@@ -16,6 +16,19 @@ public struct Fields: Sendable {
     }
 }
 
+extension JSONValue {
+    /// True when a string or a key anywhere inside holds a NUL (U+0000). PostgreSQL can store it
+    /// neither in text nor in jsonb (SQLSTATE 22P05), and no client sends it: such input is invalid.
+    public var containsNUL: Bool {
+        switch self {
+        case .string(let text): text.utf8.contains(0)
+        case .array(let items): items.contains(where: \.containsNUL)
+        case .object(let object): object.contains { $0.key.utf8.contains(0) || $0.value.containsNUL }
+        default: false
+        }
+    }
+}
+
 /// Input rules shared by the flows (enduser-api.md §1.3, §8.2, §10).
 enum Input {
     /// Lower-case, trimmed; in an e-mail handle an interior space was a `+` (§1.3 repair).

@@ -36,10 +36,13 @@ public enum Metadata {
         return result
     }
 
-    /// Parses the `metaData` body field: a JSON object text.
+    /// Parses the `metaData` body field: a JSON object text (one holding a NUL, even escaped as
+    /// `\u0000`, does not parse: jsonb cannot store it).
     static func parse(_ text: String?) -> [String: JSONValue]?? {
         guard let text, !text.isEmpty else { return .some(nil) }
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), let object = value.objectValue else {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), let object = value.objectValue,
+            !value.containsNUL
+        else {
             return .none
         }
         return .some(object)

@@ -42,8 +42,27 @@ public struct PasswordHasher: Sendable {
         return try await pool.runIfActive { Bcrypt.hash(md5Hex, cost: cost) }
     }
 
-    /// Verifies against a stored bcrypt hash (`$2a$`, `$2b$`, `$2y$`).
+    /// The bcrypt costs a stored hash may have. Outside them a hash is never verified (cost 31 would
+    /// hold a hashing thread for about a day); the legacy server used 10.
+    public static let acceptedCosts = 4...16
+
+    /// The cost of a well-formed bcrypt hash: `$2a$`, `$2b$` or `$2y$`, two cost digits, `$`, 53
+    /// characters of bcrypt's base64 alphabet (60 in all). Nil for anything else.
+    public static func bcryptCost(_ hash: String) -> Int? {
+        let bytes = Array(hash.utf8)
+        guard bytes.count == 60, bytes[0] == 0x24, bytes[1] == 0x32, [0x61, 0x62, 0x79].contains(bytes[2]), bytes[3] == 0x24,
+            bytes[6] == 0x24, let cost = Int(String(decoding: bytes[4...5], as: UTF8.self)),
+            bytes[7...].allSatisfy({ $0 == 0x2e || $0 == 0x2f || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) })
+        else { return nil }
+        return cost
+    }
+
+    /// Verifies against a stored bcrypt hash (`$2a$`, `$2b$`, `$2y$`). `$2y$` (PHP's name for the
+    /// same algorithm) is verified as `$2b$`: HummingbirdBcrypt accepts only `a` and `b`. A hash that is
+    /// malformed or whose cost is outside `acceptedCosts` does not verify, and is never hashed.
     public func verify(md5Hex: String, hash: String) async throws -> Bool {
-        try await pool.runIfActive { Bcrypt.verify(md5Hex, hash: hash) }
+        guard let cost = Self.bcryptCost(hash), Self.acceptedCosts.contains(cost) else { return false }
+        let stored = hash.hasPrefix("$2y$") ? "$2b$" + hash.dropFirst(4) : hash
+        return try await pool.runIfActive { Bcrypt.verify(md5Hex, hash: stored) }
     }
 }

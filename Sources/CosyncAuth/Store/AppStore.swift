@@ -93,10 +93,10 @@ public enum AppStore {
         return row
     }
 
-    /// The appId whose secret hashes to `hash`, if any.
-    public static func appIdForSecretHash(_ db: PostgresConnection, hash: Data, logger: Logger) async throws -> String? {
-        let rows = try await db.query("SELECT app_id FROM apps WHERE app_secret_hash = \(hash)", logger: logger)
-        for try await appId in rows.decode(String.self) { return appId }
+    /// The appId and status of the app whose secret hashes to `hash`, if any.
+    public static func appIdForSecretHash(_ db: PostgresConnection, hash: Data, logger: Logger) async throws -> (appId: String, status: String)? {
+        let rows = try await db.query("SELECT app_id, status FROM apps WHERE app_secret_hash = \(hash)", logger: logger)
+        for try await (appId, status) in rows.decode((String, String).self) { return (appId, status) }
         return nil
     }
 
@@ -124,17 +124,18 @@ public enum AppStore {
             """, logger: logger)
     }
 
-    /// Ends the current token: at once (`grace` nil or zero) or after a grace period.
+    /// Ends the current token at once (`graceSeconds` zero) or after a grace period. Every older
+    /// token still in its grace period is cut to the same deadline (never extended), so a second
+    /// rotation ends all of them by then, and a rotation without grace ends them all at once.
     public static func retireCurrentAppToken(_ db: PostgresConnection, ref: Int64, graceSeconds: Int, logger: Logger) async throws {
-        // Tokens already in a grace period are cut to the new deadline at the latest.
         if graceSeconds > 0 {
             try await db.query(
                 """
-                UPDATE app_tokens SET expires_at = now() + make_interval(secs => \(graceSeconds))
-                WHERE app_ref = \(ref) AND expires_at IS NULL
+                UPDATE app_tokens SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + make_interval(secs => \(graceSeconds)::int))
+                WHERE app_ref = \(ref)
                 """, logger: logger)
         } else {
-            try await db.query("DELETE FROM app_tokens WHERE app_ref = \(ref) AND expires_at IS NULL", logger: logger)
+            try await db.query("DELETE FROM app_tokens WHERE app_ref = \(ref)", logger: logger)
         }
         try await db.query("DELETE FROM app_tokens WHERE app_ref = \(ref) AND expires_at <= now()", logger: logger)
     }

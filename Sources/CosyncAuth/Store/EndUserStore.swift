@@ -105,23 +105,43 @@ public enum EndUserStore {
         let senderUserId: String?
     }
 
-    static func pending(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, logger: Logger) async throws -> Pending? {
+    /// The pending signup or invite of a handle (a handle has at most one pending signup); locked for
+    /// the rest of the transaction unless `lock` is false.
+    static func pending(
+        _ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, lock: Bool = true, logger: Logger
+    ) async throws -> Pending? {
+        try await pendingRows(db, kind, appRef: appRef, handle: handle, lock: lock, logger: logger).first
+    }
+
+    /// Every pending row of a handle, oldest first, or only the invite of one sender (a handle has at
+    /// most one pending invite per sender, enduser-api.md §5.8 step 7); locked unless `lock` is false.
+    static func pendingRows(
+        _ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, sender: String? = nil, lock: Bool = true,
+        logger: Logger
+    ) async throws -> [Pending] {
         let senders = kind == .invites ? "sender_handle, sender_user_id" : "NULL::text, NULL::text"
         let password = kind == .signups ? "password_hash" : "NULL::text"
+        let senderFilter = kind == .invites && sender != nil ? " AND lower(sender_handle) = lower($3)" : ""
+        var binds = PostgresBindings()
+        binds.append(appRef)
+        binds.append(handle)
+        if !senderFilter.isEmpty { binds.append(sender ?? "") }
         let rows = try await db.query(
-            """
-            SELECT id, handle, \(unescaped: password), code_sealed, code_attempts, metadata::text, locale, status, expires_at, \(unescaped: senders)
-            FROM \(unescaped: kind.rawValue)
-            WHERE app_ref = \(appRef) AND lower(handle) = \(handle) AND status = 'pending'
-            FOR UPDATE
-            """, logger: logger)
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT id, handle, \(password), code_sealed, code_attempts, metadata::text, locale, status, expires_at, \(senders)
+                    FROM \(kind.rawValue)
+                    WHERE app_ref = $1 AND lower(handle) = $2 AND status = 'pending'\(senderFilter)
+                    ORDER BY created_at, id\(lock ? " FOR UPDATE" : "")
+                    """, binds: binds), logger: logger)
+        var found: [Pending] = []
         for try await c in rows.decode((UUID, String, String?, Data?, Int, String, String, String, Date, String?, String?).self) {
             let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.5.utf8))) ?? [:]
-            return Pending(
+            found.append(Pending(
                 id: c.0, handle: c.1, passwordHash: c.2, codeSealed: c.3, attempts: c.4, metadata: metadata, locale: c.6,
-                status: c.7, expiresAt: c.8, senderHandle: c.9, senderUserId: c.10)
+                status: c.7, expiresAt: c.8, senderHandle: c.9, senderUserId: c.10))
         }
-        return nil
+        return found
     }
 
     static func hasVerified(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, logger: Logger) async throws -> Bool {
@@ -145,20 +165,6 @@ public enum EndUserStore {
             """, logger: logger)
     }
 
-    /// Re-signup while pending: new password and metadata, same code, the window restarts.
-    static func refreshSignup(
-        _ db: PostgresConnection, id: UUID, passwordHash: String, metadata: [String: JSONValue], locale: String,
-        lifetimeSeconds: Int, logger: Logger
-    ) async throws {
-        let text = try UserStore.metadataText(metadata)
-        try await db.query(
-            """
-            UPDATE signups SET password_hash = \(passwordHash), metadata = \(text)::jsonb, locale = \(locale),
-                code_attempts = 0, expires_at = now() + make_interval(secs => \(lifetimeSeconds)::int), updated_at = now()
-            WHERE id = \(id)
-            """, logger: logger)
-    }
-
     static func insertInvite(
         _ db: PostgresConnection, id: UUID, appRef: Int64, handle: String, senderHandle: String, senderUserId: String, codeSealed: Data,
         metadata: [String: JSONValue], locale: String, lifetimeSeconds: Int, logger: Logger
@@ -172,23 +178,36 @@ public enum EndUserStore {
             """, logger: logger)
     }
 
-    static func refreshInvite(
-        _ db: PostgresConnection, id: UUID, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
-        lifetimeSeconds: Int, logger: Logger
-    ) async throws {
-        let text = try UserStore.metadataText(metadata)
+    /// Closes a dead pending signup or invite (too many wrong guesses, or expired) before a new one
+    /// takes its place.
+    static func markExpired(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, id: UUID, logger: Logger) async throws {
         try await db.query(
-            """
-            UPDATE invites SET sender_handle = \(senderHandle), sender_user_id = \(senderUserId), metadata = \(text)::jsonb,
-                code_attempts = 0, expires_at = now() + make_interval(secs => \(lifetimeSeconds)::int), updated_at = now()
-            WHERE id = \(id)
-            """, logger: logger)
+            "UPDATE \(unescaped: kind.rawValue) SET status = 'expired', code_sealed = NULL, updated_at = now() WHERE id = \(id)",
+            logger: logger)
     }
 
     static func countFailedCode(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, id: UUID, logger: Logger) async throws {
         try await db.query(
             "UPDATE \(unescaped: kind.rawValue) SET code_attempts = code_attempts + 1, updated_at = now() WHERE id = \(id)",
             logger: logger)
+    }
+
+    /// A wrong guess at a handle's invite codes counts against every pending invite of the handle.
+    static func countFailedInviteCode(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE invites SET code_attempts = code_attempts + 1, updated_at = now()
+            WHERE app_ref = \(appRef) AND lower(handle) = \(handle) AND status = 'pending'
+            """, logger: logger)
+    }
+
+    /// Closes the other pending invites of a handle once one of them was accepted.
+    static func closeOtherInvites(_ db: PostgresConnection, appRef: Int64, handle: String, keep id: UUID, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE invites SET status = 'expired', code_sealed = NULL, updated_at = now()
+            WHERE app_ref = \(appRef) AND lower(handle) = \(handle) AND status = 'pending' AND id <> \(id)
+            """, logger: logger)
     }
 
     static func markVerified(_ db: PostgresConnection, _ kind: AppRecordStore.Kind, id: UUID, logger: Logger) async throws {
@@ -206,27 +225,29 @@ public enum EndUserStore {
         let attempts: Int
     }
 
+    /// Inserts a reset code and drops the user's older ones: only the newest code is live, since
+    /// several live codes would multiply the odds of each guess.
     static func insertResetCode(
         _ db: PostgresConnection, appRef: Int64, userId: UUID, identifier: String, codeSealed: Data, lifetimeSeconds: Int, logger: Logger
     ) async throws {
         try await db.query(
             """
-            INSERT INTO reset_codes (app_ref, user_id, identifier, code_sealed, expires_at)
-            VALUES (\(appRef), \(userId), \(identifier), \(codeSealed), now() + make_interval(secs => \(lifetimeSeconds)::int))
-            """, logger: logger)
-        // At most 5 live codes per user: the oldest go.
-        try await db.query(
-            """
-            DELETE FROM reset_codes WHERE user_id = \(userId) AND id NOT IN (
-                SELECT id FROM reset_codes WHERE user_id = \(userId) ORDER BY created_at DESC LIMIT 5)
+            WITH fresh AS (
+                INSERT INTO reset_codes (app_ref, user_id, identifier, code_sealed, expires_at)
+                VALUES (\(appRef), \(userId), \(identifier), \(codeSealed), now() + make_interval(secs => \(lifetimeSeconds)::int))
+                RETURNING id)
+            DELETE FROM reset_codes WHERE user_id = \(userId) AND id NOT IN (SELECT id FROM fresh)
             """, logger: logger)
     }
 
-    static func liveResetCodes(_ db: PostgresConnection, appRef: Int64, identifier: String, maxAttempts: Int, logger: Logger) async throws -> [ResetCode] {
+    /// The unexpired codes of an identifier, locked (all belong to one user: codes are made for the
+    /// account the identifier named).
+    static func liveResetCodes(_ db: PostgresConnection, appRef: Int64, identifier: String, logger: Logger) async throws -> [ResetCode] {
         let rows = try await db.query(
             """
             SELECT id, user_id, code_sealed, attempts FROM reset_codes
-            WHERE app_ref = \(appRef) AND identifier = \(identifier) AND expires_at > now() AND attempts < \(maxAttempts)
+            WHERE app_ref = \(appRef) AND identifier = \(identifier) AND expires_at > now()
+            ORDER BY created_at
             FOR UPDATE
             """, logger: logger)
         var codes: [ResetCode] = []
@@ -236,50 +257,7 @@ public enum EndUserStore {
         return codes
     }
 
-    static func countFailedResetCodes(_ db: PostgresConnection, ids: [UUID], logger: Logger) async throws {
-        for id in ids {
-            try await db.query("UPDATE reset_codes SET attempts = attempts + 1 WHERE id = \(id)", logger: logger)
-        }
-    }
-
     static func deleteResetCodes(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
         try await db.query("DELETE FROM reset_codes WHERE user_id = \(userId)", logger: logger)
-    }
-
-    // MARK: login throttling
-
-    /// True when any of the subjects is locked now.
-    static func isLocked(_ db: PostgresConnection, appRef: Int64, subjects: [String], logger: Logger) async throws -> Bool {
-        let rows = try await db.query(
-            """
-            SELECT 1 FROM login_throttle WHERE app_ref = \(appRef) AND subject = ANY(\(subjects)) AND locked_until > now() LIMIT 1
-            """, logger: logger)
-        for try await _ in rows { return true }
-        return false
-    }
-
-    /// Counts one failure. Counters older than `windowSeconds` start again; from `threshold` failures
-    /// on, the subject is locked for 30 s, doubling per further failure, at most `maxLockSeconds`.
-    static func recordFailure(
-        _ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, windowSeconds: Int, maxLockSeconds: Int, logger: Logger
-    ) async throws {
-        try await db.query(
-            """
-            INSERT INTO login_throttle AS t (app_ref, subject, failures, locked_until, updated_at)
-            VALUES (\(appRef), \(subject), 1,
-                    CASE WHEN 1 >= \(threshold) THEN now() + make_interval(secs => 30) END, now())
-            ON CONFLICT (app_ref, subject) DO UPDATE SET
-                failures = CASE WHEN t.updated_at < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END,
-                locked_until = CASE
-                    WHEN (CASE WHEN t.updated_at < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END) >= \(threshold)
-                    THEN now() + make_interval(secs => LEAST(\(maxLockSeconds)::int,
-                        30 * power(2, LEAST(20, (CASE WHEN t.updated_at < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END) - \(threshold)))::int))
-                    ELSE NULL END,
-                updated_at = now()
-            """, logger: logger)
-    }
-
-    static func clearFailures(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
-        try await db.query("DELETE FROM login_throttle WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
     }
 }

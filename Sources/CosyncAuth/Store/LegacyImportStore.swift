@@ -37,6 +37,24 @@ public enum LegacyImportStore {
         return existing.ref
     }
 
+    /// What changed on this server in an imported app since the import last wrote it (empty: nothing):
+    /// its name, status, settings, secret or credentials (`legacy_state`, sql/0006), or a current app
+    /// token issued here (a rotation).
+    public static func localAppChanges(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> [String] {
+        let rows = try await db.query(
+            """
+            SELECT a.legacy_state IS DISTINCT FROM legacy_app_state(a), a.status,
+                   EXISTS (SELECT 1 FROM app_tokens t WHERE t.app_ref = a.id AND t.expires_at IS NULL AND t.origin <> 'imported')
+            FROM apps a WHERE a.id = \(ref)
+            """, logger: logger)
+        var changes: [String] = []
+        for try await (edited, status, rotated) in rows.decode((Bool, String, Bool).self) {
+            if edited { changes.append("name, status, settings, secret or credentials edited; status now '\(status)'") }
+            if rotated { changes.append("app token rotated") }
+        }
+        return changes
+    }
+
     /// The legacy app token, matched by hash like every app token; kept as the current token.
     public static func addImportedToken(_ db: PostgresConnection, ref: Int64, tokenHash: Data, tokenSealed: Data, logger: Logger) async throws {
         let rows = try await db.query("SELECT 1 FROM app_tokens WHERE token_hash = \(tokenHash)", logger: logger)
@@ -86,30 +104,68 @@ public enum LegacyImportStore {
         public let key: String
         public let legacyId: String?
         public let updatedAt: Date
+        /// An imported row changed on this server since the import wrote it.
+        public let locallyChanged: Bool
     }
 
     public static func userCollisions(_ db: PostgresConnection, keys: String, logger: Logger) async throws -> [Collision] {
         let rows = try await db.query(
             """
             WITH k AS (SELECT * FROM jsonb_to_recordset(\(keys)::jsonb) AS k(app_ref bigint, handle text, user_name text, phone text, provider text, social text))
-            SELECT 'handle', u.app_ref, lower(u.handle), u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.handle) = k.handle
+            SELECT 'handle', u.app_ref, lower(u.handle), u.legacy_id, u.updated_at,
+                   u.legacy_id IS NOT NULL AND u.legacy_state IS DISTINCT FROM legacy_user_state(u)
+                FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.handle) = k.handle
             UNION ALL
-            SELECT 'userName', u.app_ref, lower(u.user_name), u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.user_name) = k.user_name
+            SELECT 'userName', u.app_ref, lower(u.user_name), u.legacy_id, u.updated_at, false FROM users u JOIN k ON u.app_ref = k.app_ref AND lower(u.user_name) = k.user_name
             UNION ALL
-            SELECT 'phone', u.app_ref, u.phone, u.legacy_id, u.updated_at FROM users u JOIN k ON u.app_ref = k.app_ref AND u.phone = k.phone AND u.phone_verified
+            SELECT 'phone', u.app_ref, u.phone, u.legacy_id, u.updated_at, false FROM users u JOIN k ON u.app_ref = k.app_ref AND u.phone = k.phone AND u.phone_verified
             UNION ALL
-            SELECT 'social', u.app_ref, u.login_provider || ':' || u.social_user_id, u.legacy_id, u.updated_at FROM users u
+            SELECT 'social', u.app_ref, u.login_provider || ':' || u.social_user_id, u.legacy_id, u.updated_at, false FROM users u
                 JOIN k ON u.app_ref = k.app_ref AND u.login_provider = k.provider AND u.social_user_id = k.social
             """, logger: logger)
         var found: [Collision] = []
-        for try await (kind, ref, key, legacyId, updatedAt) in rows.decode((String, Int64, String, String?, Date).self) {
-            found.append(Collision(kind: kind, appRef: ref, key: key, legacyId: legacyId, updatedAt: updatedAt))
+        for try await (kind, ref, key, legacyId, updatedAt, changed) in rows.decode((String, Int64, String, String?, Date, Bool).self) {
+            found.append(Collision(kind: kind, appRef: ref, key: key, legacyId: legacyId, updatedAt: updatedAt, locallyChanged: changed))
         }
         return found
     }
 
+    /// Imported users of a batch that this server changed since the import wrote them, and deleted
+    /// ones (tombstones, sql/0006). `rows`: jsonb `[{app_ref, legacy_id, fingerprint}]` (fingerprint in
+    /// base64); a row whose fingerprint is the stored one is left out (the import would not touch it).
+    /// Keyed "app_ref|legacy_id"; the value is what happened ("deleted", or the row's status).
+    public static func localUserChanges(_ db: PostgresConnection, rows: String, logger: Logger) async throws -> [String: (deleted: Bool, status: String)] {
+        let result = try await db.query(
+            """
+            WITH k AS (SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS k(app_ref bigint, legacy_id text, fingerprint text))
+            SELECT k.app_ref, k.legacy_id, true, '' FROM k
+                JOIN legacy_import_tombstones t ON t.app_ref = k.app_ref AND t.collection = 'users' AND t.legacy_id = k.legacy_id AND t.reason = 'deleted'
+                WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.app_ref = k.app_ref AND u.legacy_id = k.legacy_id)
+            UNION ALL
+            SELECT k.app_ref, k.legacy_id, false, u.status FROM k JOIN users u ON u.app_ref = k.app_ref AND u.legacy_id = k.legacy_id
+                WHERE u.legacy_fingerprint IS DISTINCT FROM decode(k.fingerprint, 'base64') AND u.legacy_state IS DISTINCT FROM legacy_user_state(u)
+            """, logger: logger)
+        var found: [String: (deleted: Bool, status: String)] = [:]
+        for try await (ref, legacyId, deleted, status) in result.decode((Int64, String, Bool, String).self) {
+            found["\(ref)|\(legacyId)"] = (deleted, status)
+        }
+        return found
+    }
+
+    /// Forgets that imported users were deleted here (an import that re-creates them with
+    /// --overwrite-local-changes). `ids`: jsonb `[{app_ref, legacy_id}]`.
+    public static func clearUserTombstones(_ db: PostgresConnection, ids: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            DELETE FROM legacy_import_tombstones t USING jsonb_to_recordset(\(ids)::jsonb) AS k(app_ref bigint, legacy_id text)
+            WHERE t.app_ref = k.app_ref AND t.collection = 'users' AND t.legacy_id = k.legacy_id
+            """, logger: logger)
+    }
+
     /// Deletes imported users (by legacy id) that newer rows replace. `ids`: jsonb `[{app_ref, legacy_id}]`.
+    /// These deletes leave no tombstone (`cosync.import_delete`, for the rest of the transaction).
     public static func deleteImportedUsers(_ db: PostgresConnection, ids: String, logger: Logger) async throws {
+        try await db.query("SELECT set_config('cosync.import_delete', 'on', true)", logger: logger)
         try await db.query(
             """
             DELETE FROM users u USING jsonb_to_recordset(\(ids)::jsonb) AS k(app_ref bigint, legacy_id text)
@@ -146,6 +202,50 @@ public enum LegacyImportStore {
         let rows = try await db.query("SELECT 1 FROM users WHERE app_ref = \(appRef) AND lower(handle) = \(handle)", logger: logger)
         for try await _ in rows { return true }
         return false
+    }
+
+    // MARK: reset codes
+
+    /// The user a legacy reset code belongs to: `identifier` (lower-cased) is the handle or the user
+    /// name the user typed, matched as `forgotPassword` matches it.
+    public static func userForReset(_ db: PostgresConnection, appRef: Int64, identifier: String, logger: Logger) async throws -> UUID? {
+        let rows = try await db.query(
+            """
+            SELECT id FROM users WHERE app_ref = \(appRef) AND (lower(handle) = \(identifier) OR lower(user_name) = \(identifier))
+            ORDER BY (lower(handle) = \(identifier)) DESC LIMIT 1
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        return nil
+    }
+
+    /// Whether an earlier import carried this legacy reset code, and whether its row is still there.
+    public static func carriedResetCode(_ db: PostgresConnection, appRef: Int64, legacyId: String, logger: Logger) async throws -> (carried: Bool, present: Bool) {
+        let rows = try await db.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM legacy_import_tombstones WHERE app_ref = \(appRef) AND collection = 'resetpasswords' AND legacy_id = \(legacyId)),
+                   EXISTS (SELECT 1 FROM reset_codes WHERE app_ref = \(appRef) AND legacy_id = \(legacyId))
+            """, logger: logger)
+        for try await row in rows.decode((Bool, Bool).self) { return row }
+        return (false, false)
+    }
+
+    /// Carries a legacy reset code (valid until `expiresAt`) and remembers it was carried, so a later
+    /// import never brings it back once it is used or expired.
+    public static func insertLegacyResetCode(
+        _ db: PostgresConnection, appRef: Int64, userId: UUID, identifier: String, codeSealed: Data, expiresAt: Date, createdAt: Date,
+        legacyId: String, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO reset_codes (app_ref, user_id, identifier, code_sealed, expires_at, created_at, legacy_id)
+            VALUES (\(appRef), \(userId), \(identifier), \(codeSealed), \(expiresAt), \(createdAt), \(legacyId))
+            ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO NOTHING
+            """, logger: logger)
+        try await db.query(
+            """
+            INSERT INTO legacy_import_tombstones (app_ref, collection, legacy_id, reason) VALUES (\(appRef), 'resetpasswords', \(legacyId), 'carried')
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
     }
 
     // MARK: signups and invites

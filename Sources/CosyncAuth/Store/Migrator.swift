@@ -65,19 +65,27 @@ public struct Migrator: Sendable {
         return cwd
     }
 
+    /// 0x636f73796e63 = "cosync": one transaction-scoped advisory lock for every node migrating this
+    /// database, taken before each step, the first DDL included.
+    static let lockKey = 109_281_144_006_243
+
     /// Applies what is missing. Returns the versions applied by this call.
     @discardableResult
     public func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
-        try await client.query(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-            """, logger: logger)
+        // The lock comes before any DDL: `CREATE TABLE IF NOT EXISTS` is not safe when two sessions run
+        // it at once (both pass the check; one fails on pg_type_typname_nsp_index).
+        try await client.transaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+        }
         var applied: [Int] = []
         for migration in migrations {
             let didApply = try await client.transaction(logger: logger) { connection -> Bool in
-                // 0x636f73796e63 = "cosync": one lock for every node migrating this database.
-                try await connection.query("SELECT pg_advisory_xact_lock(109281144006243)", logger: logger)
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
                 let existing = try await connection.query(
                     "SELECT 1 FROM schema_migrations WHERE version = \(migration.version)", logger: logger)
                 for try await _ in existing { return false }
@@ -88,7 +96,7 @@ public struct Migrator: Sendable {
                 } catch let error as PSQLError {
                     throw Failure.failed(
                         version: migration.version, name: migration.name,
-                        reason: error.serverInfo?[.message] ?? String(describing: error.code))
+                        reason: describeForOperator(error))
                 }
                 try await connection.query(
                     "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",

@@ -33,20 +33,27 @@ struct AdminAuthorization: Sendable {
     /// Operator only (e.g. listing or creating apps).
     func requireOperator(_ request: Request) async throws -> AdminPrincipal {
         let token = try bearer(request)
-        if services.operatorToken.matches(token) { return .appOperator }
-        if try await services.apps.appId(forSecret: token) != nil {
+        if await services.operatorToken.matches(token) { return .appOperator }
+        if try await services.apps.app(forSecret: token) != nil {
             throw AdminError(status: .forbidden, code: "forbidden", message: "an app secret cannot use this route")
         }
         throw AdminError(status: .unauthorized, code: "unauthenticated", message: "the token is not valid")
     }
 
-    /// The operator, or the secret of the app named in the path.
+    /// The operator, or the secret of the app named in the path. While that app is suspended its
+    /// secret may only read (GET/HEAD): anything else is 403 `app_suspended`. The operator may do
+    /// everything, un-suspending included.
     func requireApp(_ request: Request, appId: String) async throws -> AdminPrincipal {
         let token = try bearer(request)
-        if services.operatorToken.matches(token) { return .appOperator }
-        if let owner = try await services.apps.appId(forSecret: token) {
-            if owner == appId { return .appDeveloper(appId: appId) }
-            throw AdminError(status: .forbidden, code: "forbidden", message: "this app secret belongs to another app")
+        if await services.operatorToken.matches(token) { return .appOperator }
+        if let owner = try await services.apps.app(forSecret: token) {
+            guard owner.appId == appId else {
+                throw AdminError(status: .forbidden, code: "forbidden", message: "this app secret belongs to another app")
+            }
+            if owner.status == AppState.Status.suspended.rawValue, request.method != .get, request.method != .head {
+                throw AdminError(status: .forbidden, code: "app_suspended", message: "the app is suspended: its secret may only read")
+            }
+            return .appDeveloper(appId: appId)
         }
         throw AdminError(status: .unauthorized, code: "unauthenticated", message: "the token is not valid")
     }

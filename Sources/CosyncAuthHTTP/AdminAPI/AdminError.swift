@@ -46,15 +46,20 @@ struct AdminErrorMiddleware: RouterMiddleware {
             return try AdminError(status: error.status, code: code, message: error.body ?? error.status.reasonPhrase)
                 .response(from: request, context: context)
         } catch {
-            // Only the type and, for SQL errors, the SQLSTATE and server message: never values.
-            var metadata: Logger.Metadata = ["error": "\(String(reflecting: type(of: error)))"]
-            if let psql = error as? PSQLError {
-                metadata["sqlstate"] = "\(psql.serverInfo?[.sqlState] ?? "")"
-                metadata["reason"] = "\(psql.serverInfo?[.message] ?? "\(psql.code)")"
-            }
-            context.logger.error("admin request failed", metadata: metadata)
+            context.logger.error("admin request failed", metadata: operatorMetadata(error))
             return try AdminError(status: .internalServerError, code: "internal", message: "internal server error")
                 .response(from: request, context: context)
         }
     }
+}
+
+/// Log metadata of an unexpected error, for the admin and the end-user routes alike: its type and,
+/// through `describeForOperator`, the SQLSTATE and server message of an SQL error (never values).
+func operatorMetadata(_ error: any Error) -> Logger.Metadata {
+    var metadata: Logger.Metadata = ["error": "\(String(reflecting: type(of: error)))"]
+    if let psql = error as? PSQLError {
+        metadata["sqlstate"] = "\(psql.serverInfo?[.sqlState] ?? "")"
+        metadata["reason"] = "\(describeForOperator(psql))"
+    }
+    return metadata
 }

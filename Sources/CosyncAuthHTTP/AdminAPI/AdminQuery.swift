@@ -15,8 +15,12 @@ struct AdminQuery {
     func string(_ name: String, maxLength: Int = 200) throws -> String? {
         guard let raw = request.uri.queryParameters[Substring(name)] else { return nil }
         let value = String(raw)
-        guard value.count <= maxLength else {
+        // Code points, as the OpenAPI document's maxLength counts them.
+        guard value.unicodeScalars.count <= maxLength else {
             throw AdminError(status: .badRequest, code: "invalid_parameter", message: "\(name) is too long", field: name)
+        }
+        guard !value.unicodeScalars.contains("\u{0}") else {
+            throw AdminError(status: .badRequest, code: "invalid_parameter", message: "\(name) must not contain the NUL character", field: name)
         }
         return value.isEmpty ? nil : value
     }

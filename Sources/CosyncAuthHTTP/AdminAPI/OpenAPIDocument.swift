@@ -17,7 +17,7 @@ enum OpenAPIDocument {
 
     static let operations: [Operation] = [
         Operation(method: "post", path: "/admin/v1/apps", summary: "Create an app", auth: .operatorOnly,
-                  body: "AppInput", success: ("201", "AppCreated")),
+                  body: "AppCreateInput", success: ("201", "AppCreated")),
         Operation(method: "get", path: "/admin/v1/apps", summary: "List apps, newest first", auth: .operatorOnly,
                   success: ("200", "AppList"), query: ["query", "limit", "cursor"]),
         Operation(method: "get", path: "/admin/v1/apps/{appId}", summary: "Read an app", auth: .operatorOrAppSecret,
@@ -31,7 +31,7 @@ enum OpenAPIDocument {
         Operation(method: "post", path: "/admin/v1/apps/{appId}/app-secret/rotate", summary: "Issue a new app secret",
                   auth: .operatorOrAppSecret, success: ("200", "SecretRotation")),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/keys/rotate", summary: "Make a new signing key pair",
-                  auth: .operatorOrAppSecret, body: "KeyRotationInput", success: ("200", "App")),
+                  auth: .operatorOrAppSecret, body: "KeyRotationInput", success: ("200", "KeyRotation")),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/users", summary: "Search users by handle or user-name prefix",
                   auth: .operatorOrAppSecret, success: ("200", "UserList"), query: ["query", "limit", "cursor"]),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users", summary: "Create a user", auth: .operatorOrAppSecret,
@@ -78,15 +78,65 @@ enum OpenAPIDocument {
     static func type(_ name: String, _ extra: [String: JSONValue] = [:]) -> JSONValue {
         .object(extra.merging(["type": .string(name)]) { a, _ in a })
     }
-    static func nullable(_ name: String) -> JSONValue { .object(["type": .array([.string(name), .string("null")])]) }
+    static func nullable(_ name: String, _ extra: [String: JSONValue] = [:]) -> JSONValue {
+        .object(extra.merging(["type": .array([.string(name), .string("null")])]) { a, _ in a })
+    }
     static func object(_ properties: [String: JSONValue], required: [String] = [], additional: Bool = false) -> JSONValue {
         var schema: [String: JSONValue] = ["type": .string("object"), "properties": .object(properties)]
-        if !required.isEmpty { schema["required"] = .array(required.map { .string($0) }) }
+        if !required.isEmpty { schema["required"] = .array(required.sorted().map { .string($0) }) }
         if !additional { schema["additionalProperties"] = .bool(false) }
         return .object(schema)
     }
     static func list(_ key: String, _ item: String) -> JSONValue {
-        object([key: type("array", ["items": ref(item)]), "nextCursor": nullable("string")], required: [key])
+        object([key: type("array", ["items": ref(item)]), "nextCursor": nullable("string")], required: [key, "nextCursor"])
+    }
+    static func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
+    static func enumeration(_ values: [String]) -> JSONValue { type("string", ["enum": strings(values)]) }
+
+    // MARK: string patterns (the server's own rules, written as JSON Schema; lengths count code points)
+
+    /// No U+0000 anywhere: PostgreSQL text cannot hold it and the server refuses it with 422.
+    static let noNUL = "^[^\\u0000]*$"
+    /// Swift's `whitespacesAndNewlines` (what the server trims).
+    static let space = "\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+    /// Characters an app name must not contain: C0 controls and line separators.
+    static let nameForbidden = "\\u0000-\\u001f\\u0085\\u2028\\u2029"
+    /// An app name: at most 100 code points, something besides white space, no control characters.
+    static let namePattern = "^[^\(nameForbidden)]*[^\(nameForbidden)\(space)][^\(nameForbidden)]*$"
+    /// A handle: trimmed, then 1-254 characters without white space or control characters.
+    static let handlePattern = "^[\(space)]*[^\(space)\\u0000-\\u001f\\u007f]+[\(space)]*$"
+    /// A user name: a letter, then letters or digits (ASCII, either case; stored lower-case).
+    static let userNamePattern = "^[\(space)]*[A-Za-z][A-Za-z0-9]{0,63}[\(space)]*$"
+    /// A comma-separated list of identifiers (bundle ids, client ids), or empty.
+    static let commaListPattern: String = {
+        let edge = "[\\t \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]*"
+        let token = "\(edge)[^,\(space)\\u0000]+\(edge)"
+        return "^(\(token)(,\(token))*)?$"
+    }()
+    /// `local@domain.tld`-like, without white space; or empty.
+    static let emailPattern = "^([^@\(space)\\u0000]+@[^@\(space)\\u0000]*\\.[^@\(space)\\u0000]*)?$"
+    /// A metadata path: up to 8 dotted identifiers of up to 64 ASCII letters, digits or `_`.
+    static let metaPathPattern = "^[A-Za-z_][A-Za-z0-9_]{0,63}(\\.[A-Za-z_][A-Za-z0-9_]{0,63}){0,7}$"
+    static let reservedClaimPattern = "^(aud|sub|exp|iat|nbf|iss|jti)(\\.|$)"
+    static func text(max: Int, min: Int = 0, pattern: String = noNUL) -> JSONValue {
+        var extra: [String: JSONValue] = ["maxLength": .int(max), "pattern": .string(pattern)]
+        if min > 0 { extra["minLength"] = .int(min) }
+        return type("string", extra)
+    }
+    static let dateTime = type("string", ["format": .string("date-time")])
+    static let appIdSchema = type("string", ["pattern": .string("^[0-9a-f]{32}$")])
+    static let uuid = type("string", ["format": .string("uuid")])
+
+    static func metaDataField(canEdit: Bool) -> JSONValue {
+        var properties: [String: JSONValue] = [
+            "id": .object(["anyOf": .array([nullable("number"), type("string", ["pattern": .string(noNUL)])])]),
+            "path": .object(["allOf": .array([text(max: 200, pattern: metaPathPattern),
+                                               .object(["not": .object(["pattern": .string(reservedClaimPattern)])])])]),
+            "fieldName": text(max: 100, pattern: "^[^\\u0000]*[^\\t \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000\\u0000][^\\u0000]*$"),
+            "required": nullable("boolean"),
+        ]
+        if canEdit { properties["canEdit"] = nullable("boolean") }
+        return object(properties, required: ["path", "fieldName"])
     }
 
     static let settingSchemas: [String: JSONValue] = {
@@ -97,124 +147,264 @@ enum OpenAPIDocument {
         for i in ["passwordMinLength", "passwordMinUpper", "passwordMinLower", "passwordMinDigit", "passwordMinSpecial"] {
             p[i] = type("integer", ["minimum": .int(0), "maximum": .int(128)])
         }
-        p["userJWTExpiration"] = type("integer", ["minimum": .int(1), "maximum": .int(8760)])
+        p["userJWTExpiration"] = type("integer", ["minimum": .int(1), "maximum": .int(8760), "description": .string("hours")])
         p["maxLoginAttempts"] = type("integer", ["minimum": .int(1), "maximum": .int(1000)])
         p["smsDailyLimit"] = type("integer", ["minimum": .int(0), "maximum": .int(1_000_000)])
-        p["name"] = type("string", ["minLength": .int(1), "maxLength": .int(AppState.maxNameLength)])
-        p["status"] = type("string", ["enum": .array(AppState.Status.allCases.map { .string($0.rawValue) })])
-        p["signupFlow"] = type("string", ["enum": .array(AppSettings.SignupFlow.allCases.map { .string($0.rawValue) })])
-        p["twoFactorVerification"] = type("string", ["enum": .array(AppSettings.TwoFactorMode.allCases.map { .string($0.rawValue) })])
-        for s in ["appleBundleId", "googleClientId", "googleAppName", "realmAppId", "emailExtensionSenderEmail"] { p[s] = type("string") }
-        p["handle"] = type("string", ["enum": .array([.string("email")])])
-        p["locales"] = type("array", ["items": type("string", ["pattern": .string("^[A-Z]{2}$")]), "uniqueItems": .bool(true)])
-        p["metaData"] = type("array", ["items": ref("MetaDataField")])
-        p["metaDataInvite"] = type("array", ["items": ref("MetaDataField")])
-        p["appData"] = type("object")
-        for c in ProviderCredentials.fieldNames { p[c] = .object(["type": .array([.string("string"), .string("null")]), "writeOnly": .bool(true)]) }
+        p["name"] = text(max: AppState.maxNameLength, pattern: namePattern)
+        p["status"] = enumeration(AppState.Status.allCases.map(\.rawValue))
+        p["signupFlow"] = enumeration(AppSettings.SignupFlow.allCases.map(\.rawValue))
+        p["twoFactorVerification"] = enumeration(AppSettings.TwoFactorMode.allCases.map(\.rawValue))
+        p["appleBundleId"] = text(max: 2000, pattern: commaListPattern)
+        p["googleClientId"] = text(max: 2000, pattern: commaListPattern)
+        p["googleAppName"] = text(max: 100)
+        p["realmAppId"] = text(max: 200)
+        p["emailExtensionSenderEmail"] = text(max: 254, pattern: emailPattern)
+        p["handle"] = enumeration(["email"])
+        p["locales"] = type("array", [
+            "items": enumeration(Locales.known.sorted()), "uniqueItems": .bool(true),
+            "contains": .object(["const": .string(Locales.defaultLocale)]),
+            "description": .string("upper-case ISO 639-1 codes; EN is required and always listed first"),
+        ])
+        p["metaData"] = type("array", ["items": ref("MetaDataField"), "maxItems": .int(100),
+                                       "description": .string("no path may equal or be a prefix of another")])
+        p["metaDataInvite"] = type("array", ["items": ref("MetaDataInviteField"), "maxItems": .int(100),
+                                             "description": .string("no path may equal or be a prefix of another")])
+        p["appData"] = type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)]),
+                                       "description": .string("free-form, at most 16 KiB of JSON")])
+        let credential: [String: (String, JSONValue)] = [
+            "TWILIOAccountSid": ("AC and 32 hex digits", .object(["pattern": .string("^AC[0-9a-fA-F]{32}$")])),
+            "TWILIOToken": ("16-200 characters", .object(["minLength": .int(16), "maxLength": .int(200), "pattern": .string(noNUL)])),
+            "TWILIOPhoneNumber": ("E.164", .object(["pattern": .string("^\\+[1-9][0-9]{6,14}$")])),
+            "emailExtensionAPIKey": ("8-500 characters", .object(["minLength": .int(8), "maxLength": .int(500), "pattern": .string(noNUL)])),
+        ]
+        for (name, (description, rule)) in credential {
+            p[name] = .object(["anyOf": .array([.object((rule.objectValue ?? [:]).merging(["type": .string("string")]) { a, _ in a }),
+                                                type("null")]),
+                               "writeOnly": .bool(true), "description": .string("\(description); null clears it")])
+        }
         return p
     }()
 
     static let schemas: [String: JSONValue] = {
         var readable = settingSchemas
         for c in ProviderCredentials.fieldNames { readable[c] = nil }
-        readable["appId"] = type("string", ["pattern": .string("^[0-9a-f]{32}$")])
+        readable["name"] = type("string")
+        readable["appId"] = appIdSchema
         readable["appToken"] = type("string")
         readable["rawPublicKey"] = type("string", ["description": .string("base64 of the SPKI PEM")])
-        readable["credentials"] = type("object", ["additionalProperties": type("boolean"), "description": .string("whether each write-only credential is set")])
-        readable["createdAt"] = type("string", ["format": .string("date-time")])
-        readable["updatedAt"] = type("string", ["format": .string("date-time")])
-        readable["previousKeyRetiresAt"] = type("string", ["format": .string("date-time")])
+        readable["credentials"] = object(Dictionary(uniqueKeysWithValues: ProviderCredentials.fieldNames.map { ($0, type("boolean")) }),
+                                         required: ProviderCredentials.fieldNames)
+        readable["createdAt"] = dateTime
+        readable["updatedAt"] = dateTime
+        readable["metaData"] = type("array", ["items": type("object")])
+        readable["metaDataInvite"] = type("array", ["items": type("object")])
+        readable["locales"] = type("array", ["items": type("string")])
+        readable["appData"] = type("object")
+        for key in ["appleBundleId", "googleClientId", "googleAppName", "realmAppId", "emailExtensionSenderEmail"] { readable[key] = type("string") }
+        let always = readable.keys.filter { $0 != "appToken" && $0 != "rawPublicKey" }
         var created = readable
         created["appSecret"] = type("string", ["description": .string("shown only here and on rotation")])
+        var keyRotation = readable
+        keyRotation["previousKeyRetiresAt"] = dateTime
         let user: [String: JSONValue] = [
-            "userId": type("string", ["format": .string("uuid")]), "handle": type("string"), "userName": nullable("string"),
-            "locale": type("string"), "status": type("string", ["enum": .array([.string("active"), .string("suspended")])]),
+            "userId": uuid, "handle": type("string"), "userName": nullable("string"),
+            "locale": type("string"), "status": type("string"),
             "loginProvider": type("string"), "metaData": type("object"), "phone": nullable("string"),
             "phoneVerified": type("boolean"), "twoFactorPhoneVerification": type("boolean"),
             "twoFactorGoogleVerification": type("boolean"), "hasPassword": type("boolean"),
-            "lastLogin": nullable("string"), "createdAt": type("string"), "updatedAt": type("string"),
+            "lastLogin": nullable("string", ["format": .string("date-time")]), "createdAt": dateTime, "updatedAt": dateTime,
         ]
         let pending: [String: JSONValue] = [
-            "id": type("string"), "handle": type("string"), "status": type("string"), "locale": type("string"),
-            "senderHandle": type("string"), "metaData": type("object"), "expiresAt": type("string"), "createdAt": type("string"),
+            "id": uuid, "handle": type("string"), "status": type("string"), "locale": type("string"),
+            "senderHandle": type("string"), "metaData": ref("AnyJSON"), "expiresAt": dateTime, "createdAt": dateTime,
         ]
-        let template: [String: JSONValue] = [
-            "subject": type("string"), "html": type("string"), "text": type("string"), "replyTo": type("string"),
-            "localeLinkText": type("string"),
+        let templateInput: [String: JSONValue] = [
+            "subject": text(max: 500), "html": text(max: 100_000), "text": text(max: 100_000),
+            "replyTo": text(max: 254, pattern: emailPattern), "localeLinkText": text(max: 200),
         ]
-        var templateView = template
-        templateView["template"] = type("string", ["enum": .array(EmailTemplate.names.map { .string($0) })])
+        var templateView = Dictionary(uniqueKeysWithValues: templateInput.keys.map { ($0, type("string")) })
+        templateView["template"] = enumeration(EmailTemplate.names)
         templateView["locale"] = type("string")
         templateView["isDefault"] = type("boolean")
+        let userMetaData = type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)]),
+                                           "description": .string("at most 64 KiB of JSON")])
+        let locale = type("string", ["pattern": .string("^[A-Za-z]{2}$"), "description": .string("one of the app's locales")])
+        let password = text(max: 1024, min: 1, pattern: noNUL).objectValue.map {
+            JSONValue.object($0.merging(["writeOnly": .bool(true), "description": .string("plaintext; the app's password policy applies")]) { a, _ in a })
+        } ?? type("string")
         return [
-            "Error": object(["error": object(["code": type("string"), "message": type("string"), "field": type("string")], required: ["code", "message"])], required: ["error"]),
+            "Error": object(["error": object(["code": type("string"), "message": type("string"), "field": type("string")],
+                                             required: ["code", "message"])], required: ["error"]),
+            "AnyJSON": .object(["anyOf": .array([
+                nullable("boolean"), type("number"), text(max: 100_000),
+                type("array", ["items": ref("AnyJSON")]),
+                type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)])]),
+            ]), "description": .string("any JSON value without U+0000 in a key or string")]),
             "AppInput": object(settingSchemas),
-            "App": object(readable, required: ["appId", "name", "status"]),
-            "AppCreated": object(created, required: ["appId", "appToken", "appSecret", "rawPublicKey"]),
+            "AppCreateInput": object(settingSchemas, required: ["name"]),
+            "App": object(readable, required: Array(always)),
+            "AppCreated": object(created, required: Array(always) + ["appToken", "appSecret", "rawPublicKey"]),
+            "KeyRotation": object(keyRotation, required: Array(always) + ["previousKeyRetiresAt"]),
             "AppList": list("apps", "App"),
-            "MetaDataField": object(["id": .object([:]), "path": type("string"), "fieldName": type("string"),
-                                     "required": type("boolean"), "canEdit": type("boolean")], required: ["path", "fieldName"]),
+            "MetaDataField": metaDataField(canEdit: true),
+            "MetaDataInviteField": metaDataField(canEdit: false),
             "TokenRotationInput": object(["gracePeriodSeconds": type("integer", ["minimum": .int(0), "maximum": .int(2_592_000)])]),
-            "TokenRotation": object(["appId": type("string"), "appToken": type("string"), "previousTokenExpiresAt": nullable("string")]),
-            "SecretRotation": object(["appId": type("string"), "appSecret": type("string")]),
+            "TokenRotation": object(["appId": appIdSchema, "appToken": type("string"), "previousTokenExpiresAt": nullable("string", ["format": .string("date-time")])],
+                                    required: ["appId", "appToken", "previousTokenExpiresAt"]),
+            "SecretRotation": object(["appId": appIdSchema, "appSecret": type("string")], required: ["appId", "appSecret"]),
             "KeyRotationInput": object(["retireAfterHours": type("integer", ["minimum": .int(0), "maximum": .int(8760)])]),
-            "UserInput": object(["handle": type("string"), "password": type("string", ["writeOnly": .bool(true)]), "metaData": type("object"),
-                                 "userName": type("string"), "locale": type("string")], required: ["handle", "password"]),
-            "UserPatch": object(["status": type("string", ["enum": .array([.string("active"), .string("suspended")])]), "metaData": type("object"),
-                                 "userName": .object(["type": .array([.string("string"), .string("null")])]), "locale": type("string")]),
-            "PasswordInput": object(["password": type("string", ["writeOnly": .bool(true)])], required: ["password"]),
-            "User": object(user, required: ["userId", "handle", "status"]),
+            "UserInput": object(["handle": text(max: 254, pattern: handlePattern), "password": password, "metaData": userMetaData,
+                                 "userName": nullable("string", ["pattern": .string(userNamePattern)]), "locale": locale],
+                                required: ["handle", "password"]),
+            "UserPatch": object(["status": enumeration(["active", "suspended"]), "metaData": userMetaData,
+                                 "userName": nullable("string", ["pattern": .string(userNamePattern)]), "locale": locale]),
+            "PasswordInput": object(["password": password], required: ["password"]),
+            "User": object(user, required: Array(user.keys)),
             "UserList": list("users", "User"),
-            "PendingRecord": object(pending),
+            "PendingRecord": object(pending, required: ["id", "handle", "status", "locale", "metaData", "expiresAt", "createdAt"]),
             "SignupList": list("signups", "PendingRecord"),
             "InviteList": list("invites", "PendingRecord"),
-            "EmailTemplateInput": object(template, required: ["html"]),
-            "InviteInput": object(["handle": type("string"), "locale": type("string"), "metaData": type("object")], required: ["handle"]),
-            "InviteCreated": object(["handle": type("string"), "status": type("string")]),
-            "EmailTemplate": object(templateView),
-            "Message": object(["id": type("integer"), "channel": type("string", ["enum": .array([.string("email"), .string("sms")])]),
+            "EmailTemplateInput": object(templateInput, required: ["html"]),
+            "InviteInput": object(["handle": text(max: 254, pattern: "^[\(space)]*[^\(space)\\u0000-\\u001f\\u007f]*@[^\(space)\\u0000-\\u001f\\u007f]*[\(space)]*$"),
+                                   "locale": locale, "metaData": userMetaData], required: ["handle"]),
+            "InviteCreated": object(["handle": type("string"), "status": enumeration(["pending"])], required: ["handle", "status"]),
+            "EmailTemplate": object(templateView, required: Array(templateView.keys)),
+            "Message": object(["id": type("integer"), "channel": enumeration(["email", "sms"]),
                                "to": type("string"), "template": type("string"), "subject": type("string"), "body": type("string"),
-                               "status": type("string", ["enum": .array([.string("queued"), .string("sent"), .string("failed")])]),
-                               "attempts": type("integer"), "createdAt": type("string"), "sentAt": nullable("string")]),
+                               "status": enumeration(["queued", "sent", "failed"]),
+                               "attempts": type("integer"), "createdAt": dateTime, "sentAt": nullable("string", ["format": .string("date-time")])],
+                              required: ["id", "channel", "to", "template", "subject", "body", "status", "attempts", "createdAt", "sentAt"]),
             "MessageList": list("messages", "Message"),
             "LogEntry": object(["id": type("integer"), "actor": type("string"), "action": type("string"), "status": type("string"),
-                                "detail": type("object"), "createdAt": type("string")]),
+                                "detail": ref("AnyJSON"), "createdAt": dateTime],
+                               required: ["id", "actor", "action", "status", "detail", "createdAt"]),
             "LogList": list("logs", "LogEntry"),
-            "JWKS": object(["keys": type("array", ["items": type("object")])], required: ["keys"]),
+            "JWKS": object(["keys": type("array", ["items": type("object", ["required": strings(["kid", "kty"])])])], required: ["keys"]),
             "Status": object(["status": type("string")], required: ["status"]),
         ]
     }()
 
+    // MARK: parameters, statuses and links
+
+    static func pathParameter(_ name: String) -> JSONValue {
+        let schema: JSONValue = switch name {
+        case "appId": appIdSchema
+        case "userId", "id": uuid
+        case "template": enumeration(EmailTemplate.names)
+        case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
+        default: type("string")
+        }
+        return .object(["name": .string(name), "in": .string("path"), "required": .bool(true), "schema": schema])
+    }
+
+    static func queryParameter(_ name: String) -> JSONValue {
+        let schema: JSONValue = switch name {
+        case "limit": type("integer", ["minimum": .int(1), "maximum": .int(200), "default": .int(50)])
+        case "to": text(max: 254)
+        case "cursor": type("string", ["description": .string("nextCursor of the previous page; any other value is a 400 invalid_cursor")])
+        default: text(max: 200)
+        }
+        return .object(["name": .string(name), "in": .string("query"), "required": .bool(false), "schema": schema])
+    }
+
+    /// The error statuses an operation can answer, from what its handler does.
+    static func errorStatuses(_ op: Operation) -> [String] {
+        guard op.auth != .none else { return op.path.contains("{appId}") ? ["404"] : [] }
+        var statuses: Set<String> = ["401", "403"]
+        if op.path.contains("{") { statuses.insert("404") }
+        if !op.query.isEmpty { statuses.insert("400") }
+        if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
+        if ["UserInput", "UserPatch", "InviteInput"].contains(op.body ?? "") { statuses.insert("409") }
+        return statuses.sorted()
+    }
+
+    /// Where the ids an operation's success response carries can be used: OpenAPI links, so that a
+    /// stateful fuzzer reaches every operation with real ids.
+    static func links(_ op: Operation) -> [String: JSONValue] {
+        func link(to target: Operation, _ parameters: [String: String]) -> (String, JSONValue) {
+            (operationId(target), .object(["operationId": .string(operationId(target)),
+                                           "parameters": .object(parameters.mapValues { .string($0) })]))
+        }
+        func targets(under prefix: String, with names: Set<String>) -> [Operation] {
+            operations.filter { target in
+                let params = Set(target.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
+                return target.path.hasPrefix(prefix) && params == names && target.path != op.path
+            }
+        }
+        let apps = "/admin/v1/apps/{appId}"
+        var result: [(String, JSONValue)] = []
+        switch (op.method, op.path) {
+        case ("post", "/admin/v1/apps"):
+            result = targets(under: apps, with: ["appId"]).map { link(to: $0, ["appId": "$response.body#/appId"]) }
+            result += operations.filter { $0.path == "/apps/{appId}/.well-known/jwks.json" }.map { link(to: $0, ["appId": "$response.body#/appId"]) }
+        case ("get", "/admin/v1/apps"):
+            result = targets(under: apps, with: ["appId"]).filter { $0.method == "get" }
+                .map { link(to: $0, ["appId": "$response.body#/apps/0/appId"]) }
+        case ("post", "\(apps)/users"):
+            result = targets(under: "\(apps)/users/{userId}", with: ["appId", "userId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "userId": "$response.body#/userId"]) }
+        case ("get", "\(apps)/users"):
+            result = targets(under: "\(apps)/users/{userId}", with: ["appId", "userId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "userId": "$response.body#/users/0/userId"]) }
+        case ("get", "\(apps)/signups"), ("get", "\(apps)/invites"):
+            let kind = op.path.split(separator: "/").last.map(String.init) ?? ""
+            result = targets(under: "\(apps)/\(kind)/{id}", with: ["appId", "id"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "id": "$response.body#/\(kind)/0/id"]) }
+        case ("post", "\(apps)/invites"):
+            result = operations.filter { $0.method == "get" && $0.path == "\(apps)/invites" }.map { link(to: $0, ["appId": "$request.path.appId"]) }
+        case (_, "\(apps)/email-templates/{template}/{locale}") where op.method != "delete":
+            result = operations.filter { $0.path == op.path && $0.method != op.method }.map {
+                link(to: $0, ["appId": "$request.path.appId", "template": "$response.body#/template", "locale": "$response.body#/locale"])
+            }
+        default: break
+        }
+        return Dictionary(result, uniquingKeysWith: { a, _ in a })
+    }
+
     static func document() -> JSONValue {
         var paths: [String: [String: JSONValue]] = [:]
+        let errorResponse: JSONValue = .object(["description": .string("error"),
+                                                "content": .object(["application/json": .object(["schema": ref("Error")])])])
         for op in operations {
             var operation: [String: JSONValue] = ["summary": .string(op.summary), "operationId": .string(operationId(op))]
             var parameters: [JSONValue] = op.path.split(separator: "/").compactMap { segment in
                 guard segment.hasPrefix("{"), segment.hasSuffix("}") else { return nil }
-                return .object(["name": .string(String(segment.dropFirst().dropLast())), "in": .string("path"),
-                                "required": .bool(true), "schema": type("string")])
+                return pathParameter(String(segment.dropFirst().dropLast()))
             }
-            for q in op.query {
-                parameters.append(.object(["name": .string(q), "in": .string("query"), "required": .bool(false),
-                                           "schema": q == "limit" ? type("integer", ["minimum": .int(1), "maximum": .int(200)]) : type("string")]))
-            }
+            parameters += op.query.map(queryParameter)
             if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
             if let body = op.body {
-                operation["requestBody"] = .object(["required": .bool(op.method != "post" || !body.hasSuffix("RotationInput")),
+                operation["requestBody"] = .object(["required": .bool(!body.hasSuffix("RotationInput")),
                                                     "content": .object(["application/json": .object(["schema": ref(body)])])])
             }
-            var responses: [String: JSONValue] = [:]
+            var success: [String: JSONValue] = ["description": .string("success")]
             if let schema = op.success.schema {
-                responses[op.success.status] = .object(["description": .string("success"),
-                                                        "content": .object(["application/json": .object(["schema": ref(schema)])])])
-            } else {
-                responses[op.success.status] = .object(["description": .string("success")])
+                success["content"] = .object(["application/json": .object(["schema": ref(schema)])])
+            } else if op.path == "/metrics" {
+                success["content"] = .object(["text/plain": .object(["schema": type("string")])])
+            } else if op.path.hasSuffix("openapi.json") {
+                success["content"] = .object(["application/json": .object(["schema": type("object")])])
             }
-            let errorResponse: JSONValue = .object(["description": .string("error"),
-                                                    "content": .object(["application/json": .object(["schema": ref("Error")])])])
+            if op.method == "post" && op.path == "/admin/v1/apps" {
+                success["headers"] = .object(["Location": .object(["required": .bool(true), "schema": type("string")])])
+            }
+            let links = links(op)
+            if !links.isEmpty { success["links"] = .object(links) }
+            var responses: [String: JSONValue] = [op.success.status: .object(success)]
+            for status in errorStatuses(op) { responses[status] = errorResponse }
+            if responses["401"] != nil {
+                responses["401"] = .object(["description": .string("no or unknown bearer token"),
+                                            "headers": .object(["WWW-Authenticate": .object(["required": .bool(true), "schema": type("string")])]),
+                                            "content": .object(["application/json": .object(["schema": ref("Error")])])])
+            }
+            if op.path == "/readyz" {
+                responses["503"] = .object(["description": .string("not ready"),
+                                            "content": .object(["application/json": .object(["schema": ref("Status")])])])
+            }
             if op.auth != .none {
-                for status in ["400", "401", "403", "404", "409", "422"] { responses[status] = errorResponse }
                 operation["security"] = .array([.object(["bearer": .array([])])])
+            } else {
+                operation["security"] = .array([])
             }
             operation["responses"] = .object(responses)
             paths[op.path, default: [:]][op.method] = .object(operation)
@@ -222,7 +412,12 @@ enum OpenAPIDocument {
         return .object([
             "openapi": .string("3.1.0"),
             "info": .object(["title": .string("CosyncAuth admin API"), "version": .string("1.0.0"),
-                             "description": .string("Operators use the operator token; developers use their app's secret, which reaches only that app.")]),
+                             "description": .string("""
+                                Operators use the operator token; developers use their app's secret, which reaches only that app. \
+                                Errors are {"error": {"code", "message", "field"?}}. A method a path does not list here is \
+                                answered 405 with an Allow header. A NUL character (U+0000) in any key or string of a JSON body \
+                                is refused with 422 invalid_character, and in a query parameter with 400 invalid_parameter.
+                                """)]),
             "paths": .object(paths.mapValues { .object($0) }),
             "components": .object([
                 "schemas": .object(schemas),

@@ -2,6 +2,7 @@ import CosyncAuth
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 
 /// `/api/appuser/…`: the legacy wire of the CosyncAuthSwift and CosyncJWTSwift SDKs
 /// (enduser-api.md). Success is exactly HTTP 200 (`true`, a JSON object, or HTML for the e-mail
@@ -20,7 +21,7 @@ struct EndUserRoutes {
     ]
 
     func register(on router: Router<ServerRequestContext>) {
-        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware())
+        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(flows: flows))
         api.post("login", use: login)
         api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(appToken: $1, fields: $2) })
         api.post("signup", use: signup)
@@ -28,15 +29,15 @@ struct EndUserRoutes {
         api.get("completeSignup", use: completeSignupLink)
         api.post("invite", use: userAction { try await $0.invite(accessToken: $1, fields: $2) })
         api.post("register", use: appTokens { try await $0.register(appToken: $1, fields: $2) })
-        api.post("forgotPassword", use: appAction { try await $0.forgotPassword(appToken: $1, fields: $2) })
-        api.post("resetPassword", use: appAction { try await $0.resetPassword(appToken: $1, fields: $2) })
-        api.post("changePassword", use: userAction { try await $0.changePassword(accessToken: $1, fields: $2) })
+        api.post("forgotPassword", use: addressedAction(token: Self.appToken) { try await $0.forgotPassword(appToken: $1, fields: $2, clientAddress: $3) })
+        api.post("resetPassword", use: addressedAction(token: Self.appToken) { try await $0.resetPassword(appToken: $1, fields: $2, clientAddress: $3) })
+        api.post("changePassword", use: addressedAction(token: Self.accessToken) { try await $0.changePassword(accessToken: $1, fields: $2, clientAddress: $3) })
         api.get("getUser", use: getUser)
         api.post("setUserMetadata", use: userAction { try await $0.setUserMetadata(accessToken: $1, fields: $2) })
         api.post("setUserName", use: userAction { try await $0.setUserName(accessToken: $1, fields: $2) })
         api.get("userNameAvailable", use: userNameAvailable)
         api.post("setLocale", use: userAction { try await $0.setLocale(accessToken: $1, fields: $2) })
-        api.post("deleteAccount", use: userAction { try await $0.deleteAccount(accessToken: $1, fields: $2) })
+        api.post("deleteAccount", use: addressedAction(token: Self.accessToken) { try await $0.deleteAccount(accessToken: $1, fields: $2, clientAddress: $3) })
         api.post("loginComplete", use: appTokens { try await $0.loginComplete(appToken: $1, fields: $2) })
         api.post("socialLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: nil) })
         api.post("appleLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: .apple) })
@@ -57,7 +58,14 @@ struct EndUserRoutes {
 
     /// The body's fields: JSON when Content-Type says so, else the lenient form parser (§1.3).
     static func fields(_ request: Request, context: ServerRequestContext) async throws -> Fields {
-        let buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        } catch let error as NIOTooManyBytesError {
+            throw error  // HTTP 413 (LegacyErrorMiddleware)
+        } catch {
+            throw EndUserError.invalidData  // a body that cannot be read, e.g. malformed chunked framing (HTTPParserError)
+        }
         let bytes = Array(buffer.readableBytesView)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         if contentType.hasPrefix("application/json") {
@@ -66,6 +74,7 @@ struct EndUserRoutes {
             }
             var values: [String: String] = [:]
             for (key, value) in object {
+                if Self.hasNUL(key) { throw FieldHasNUL() }
                 switch value {
                 case .null: values[key] = ""
                 case .string(let s): values[key] = s
@@ -74,20 +83,44 @@ struct EndUserRoutes {
                 case .double(let d): values[key] = String(d)
                 case .array, .object: values[key] = String(decoding: (try? JSONCoding.encode(value)) ?? Data(), as: UTF8.self)
                 }
+                if value.containsNUL { throw FieldHasNUL() }
             }
             return Fields(values)
         }
-        return Fields(LegacyForm.parse(bytes))
+        let form = LegacyForm.parse(bytes)
+        if form.contains(where: { Self.hasNUL($0.key) || Self.hasNUL($0.value) }) { throw FieldHasNUL() }
+        return Fields(form)
     }
 
-    /// The client's address: from the configured proxy header (its last entry), else the TCP peer.
-    static func clientAddress(_ request: Request, context: ServerRequestContext, header: String?) -> String? {
-        if let header, let value = LegacyHeaders.value(header.lowercased(), in: request.headers),
-            let last = value.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
-        {
-            return String(last.prefix(64))
+    /// A NUL (U+0000, raw or as `%00` / `\u0000`) in a field name or value. PostgreSQL text cannot hold
+    /// it and no client sends it: such a request is refused with E602 (`FieldHasNUL`).
+    static func hasNUL(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+            return memchr(base, 0, bytes.count) != nil
         }
-        return context.remoteAddress
+    }
+
+    /// The answer to a request whose fields hold a NUL: the credential is checked first, in the legacy
+    /// order of §2.2 (the first present of `app-token`, `access-token`, query `appToken`), so an invalid
+    /// token still answers E400 / E405; otherwise, and without a credential, E602.
+    static func refuseNUL(_ request: Request, flows: EndUserFlows) async throws -> Never {
+        if let token = appToken(request) {
+            _ = try await flows.app(token: token, whenMissing: .invalidData)
+        } else if let token = accessToken(request) {
+            _ = try await flows.session(accessToken: token, whenMissing: .invalidData)
+        } else if let token = request.uri.queryParameters["appToken"] {
+            _ = try await flows.app(token: String(token), whenMissing: .invalidData)
+        }
+        throw EndUserError.invalidData
+    }
+
+    /// The client's address as limits count it: the TCP peer, or what trusted proxies put in the proxy
+    /// header (every line of it), by the rule of `TrustedProxies`; an IPv6 client by its /64.
+    static func clientAddress(_ request: Request, context: ServerRequestContext, configuration: ServerConfiguration) -> String? {
+        let lines = request.headers.filter { $0.name.canonicalName == configuration.clientIPHeader }.map(\.value)
+        return configuration.trustedProxies.clientAddress(peer: context.remoteAddress, headerLines: lines).map(IPNetwork.Address.limitKey)
     }
 
     // MARK: responses
@@ -114,6 +147,19 @@ struct EndUserRoutes {
         }
     }
 
+    /// A TRUE-body endpoint that also needs the client address (limits counted per address).
+    func addressedAction(
+        token: @escaping @Sendable (Request) -> String?, _ action: @escaping @Sendable (EndUserFlows, String?, Fields, String?) async throws -> Void
+    ) -> Handler {
+        let flows = self.flows
+        let configuration = services.configuration
+        return { request, context in
+            let address = Self.clientAddress(request, context: context, configuration: configuration)
+            try await action(flows, token(request), try await Self.fields(request, context: context), address)
+            return Self.trueBody()
+        }
+    }
+
     /// A TRUE-body endpoint authenticated by the `app-token`.
     func appAction(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> Void) -> Handler {
         let flows = self.flows
@@ -135,7 +181,7 @@ struct EndUserRoutes {
 
     @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let token = Self.appToken(request) ?? request.uri.queryParameters["appToken"].map(String.init)
-        let address = Self.clientAddress(request, context: context, header: services.configuration.clientIPHeader)
+        let address = Self.clientAddress(request, context: context, configuration: services.configuration)
         switch try await flows.login(appToken: token, fields: try await Self.fields(request, context: context), clientAddress: address) {
         case .tokens(let issued): return Self.tokens(issued)
         case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
@@ -165,6 +211,7 @@ struct EndUserRoutes {
                 throw EndUserError.missingParameter
             }
             let app = try await flows.app(token: token, whenMissing: .missingParameter)
+            guard !values.values.contains(where: Self.hasNUL) else { throw EndUserError.invalidData }
             let completed = try await flows.completeSignup(app: app, fields: Fields(values))
             return Self.html(completed.clickThroughHTML, status: .ok)
         } catch let error as EndUserError {
@@ -185,6 +232,7 @@ struct EndUserRoutes {
 
     @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let name = request.uri.queryParameters["userName"].map(String.init)
+        if let name, Self.hasNUL(name) { throw FieldHasNUL() }
         let available = try await flows.userNameAvailable(accessToken: Self.accessToken(request), userName: name)
         return JSONBody.response(["available": .bool(available)])
     }
@@ -198,10 +246,15 @@ struct EndUserRoutes {
     }
 }
 
+/// A field name or value of an end-user request holds a NUL (see `EndUserRoutes.hasNUL`).
+struct FieldHasNUL: Error {}
+
 /// Maps every error of the end-user routes to HTTP 400 `{code, message}`; an unexpected failure is
 /// logged (its type only) and answered `{code: 500}`.
 struct LegacyErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
+    /// Resolves the credential of a request refused for a NUL in its fields (`EndUserRoutes.refuseNUL`).
+    var flows: EndUserFlows? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -210,8 +263,18 @@ struct LegacyErrorMiddleware: RouterMiddleware {
             return try LegacyError(error).response(from: request, context: context)
         } catch let error as LegacyError {
             return try error.response(from: request, context: context)
+        } catch is FieldHasNUL {
+            guard let flows else { return try LegacyError.invalidData.response(from: request, context: context) }
+            do {
+                try await EndUserRoutes.refuseNUL(request, flows: flows)
+            } catch let error as EndUserError {
+                return try LegacyError(error).response(from: request, context: context)
+            }
+        } catch is NIOTooManyBytesError {
+            // A body over ServerRequestContext.maxUploadSize (1 MiB): HTTP 413, the legacy error body.
+            return JSONBody.response(["code": .int(602), "message": .string("invalid data")], status: .contentTooLarge)
         } catch {
-            context.logger.error("end-user request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+            context.logger.error("end-user request failed", metadata: operatorMetadata(error))
             return try LegacyError.internalError.response(from: request, context: context)
         }
     }

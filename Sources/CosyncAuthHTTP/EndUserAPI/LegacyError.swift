@@ -49,6 +49,7 @@ struct LegacyError: HTTPResponseError, Equatable {
         case .googleLoginDisabled: (416, "app does not support Google Authentication")
         case .internalError: (500, "internal server error")
         case .smsLimitReached: (500, "SMS limit reached (the app's daily limit or this number's hourly limit); try again later")
+        case .rateLimited: (500, "too many requests for this account or address; try again later")
         case .invalidCredentials: (600, "invalid login credentials")
         case .handleAlreadyRegistered: (601, "handle already registered")
         case .invalidData: (602, "invalid data")

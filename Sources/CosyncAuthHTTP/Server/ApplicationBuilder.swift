@@ -7,6 +7,8 @@ import Prometheus
 public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: MetricsMiddleware())
+    // Before any route is added: router middleware wraps only the routes registered after it.
+    router.add(middleware: MethodNotAllowedMiddleware(operations: openAPIOperations()))
     OperationalRoutes(services: services, metrics: metrics).register(on: router)
     GetApplication(services: services).register(on: router)
     EndUserRoutes(services: services).register(on: router)

@@ -38,6 +38,34 @@ enum JSONBody {
         guard let object = value.objectValue else {
             throw AdminError(status: .badRequest, code: "invalid_body", message: "the body must be a JSON object, got \(value.typeName)")
         }
+        // PostgreSQL text and jsonb cannot hold U+0000 (SQLSTATE 22P05/22021): refuse it here, before any SQL.
+        if let field = firstNULField(value, path: "") {
+            throw AdminError(
+                status: .unprocessableContent, code: "invalid_character",
+                message: "\(field.isEmpty ? "a key" : field) must not contain the NUL character (U+0000)", field: field.isEmpty ? nil : field)
+        }
         return object
+    }
+
+    /// The path (`a.b[2].c`) of the first key or string holding U+0000, or nil when there is none. A
+    /// NUL inside a key names the key with the NUL written as `\u0000`.
+    static func firstNULField(_ value: JSONValue, path: String) -> String? {
+        switch value {
+        case .string(let text): return text.unicodeScalars.contains("\u{0}") ? path : nil
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                if let found = firstNULField(item, path: "\(path)[\(index)]") { return found }
+            }
+            return nil
+        case .object(let members):
+            for key in members.keys.sorted() {
+                let name = key.replacingOccurrences(of: "\u{0}", with: "\\u0000")
+                let child = path.isEmpty ? name : "\(path).\(name)"
+                if key.unicodeScalars.contains("\u{0}") { return child }
+                if let member = members[key], let found = firstNULField(member, path: child) { return found }
+            }
+            return nil
+        case .null, .bool, .int, .double: return nil
+        }
     }
 }

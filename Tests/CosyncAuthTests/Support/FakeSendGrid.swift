@@ -16,13 +16,28 @@ actor FakeSendGrid {
         let authorization: String
         /// (filename, type, base64 content) of each attachment.
         var attachments: [(name: String, type: String, content: String)] = []
+        /// `reply_to.email` ("" when absent) and `custom_args.cosync_message_id` (the outbox row id).
+        var replyTo = ""
+        var messageId = ""
+    }
+
+    /// How the fake answers mail to one recipient: fail with an HTTP status, or answer 202 late.
+    enum Behaviour: Sendable {
+        case fail(status: Int)
+        case delay(Duration)
     }
 
     private(set) var mails: [Mail] = []
     private(set) var port: Int = 0
+    private var behaviours: [String: Behaviour] = [:]
+    /// Requests answered with a failure, per recipient.
+    private(set) var refused: [String: Int] = [:]
 
     func record(_ mail: Mail) { mails.append(mail) }
     func setPort(_ port: Int) { self.port = port }
+    func setBehaviour(_ behaviour: Behaviour?, for recipient: String) { behaviours[recipient] = behaviour }
+    func behaviour(for recipient: String) -> Behaviour? { behaviours[recipient] }
+    func countRefusal(_ recipient: String) { refused[recipient, default: 0] += 1 }
 
     func mails(to recipient: String) -> [Mail] { mails.filter { $0.to == recipient } }
 
@@ -46,10 +61,20 @@ actor FakeSendGrid {
             let attachments = (json["attachments"]?.arrayValue ?? []).map {
                 (name: $0["filename"]?.stringValue ?? "", type: $0["type"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
             }
+            switch await fake.behaviour(for: to) {
+            case .fail(let status):
+                await fake.countRefusal(to)
+                return Response(status: .init(code: status))
+            case .delay(let duration):
+                try await Task.sleep(for: duration)
+            case nil: break
+            }
             await fake.record(Mail(
                 to: to, from: json["from"]?["email"]?.stringValue ?? "", subject: json["subject"]?.stringValue ?? "",
                 text: content("text/plain"), html: content("text/html"),
-                authorization: request.headers[.authorization] ?? "", attachments: attachments))
+                authorization: request.headers[.authorization] ?? "", attachments: attachments,
+                replyTo: json["reply_to"]?["email"]?.stringValue ?? "",
+                messageId: json["custom_args"]?["cosync_message_id"]?.stringValue ?? ""))
             return Response(status: .accepted)
         }
         await fake.setPort(try await startFakeServer(router, label: "fake-sendgrid"))

@@ -40,17 +40,22 @@ enum TestEnvironment {
             "COSYNC_SMS_TRANSPORT": "twilio", "COSYNC_TWILIO_BASE_URL": "http://127.0.0.1:\(await sms.port)",
             "COSYNC_APPLE_JWKS_URL": await idp.appleURL, "COSYNC_GOOGLE_JWKS_URL": await idp.googleURL,
             "COSYNC_JWKS_MIN_REFETCH_SECONDS": "0",
+            // Tests play several clients from 127.0.0.1 through X-Forwarded-For.
+            "COSYNC_TRUSTED_PROXIES": "127.0.0.0/8",
         ])
         let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
         Task.detached { await client.run() }
         let (services, _) = try await CosyncServices.prepare(
             configuration: configuration, client: client, migrator: try migrator(), logger: logger)
-        // One delivery worker for the whole run, polling often.
+        // One delivery worker for the whole run, polling often, with 4 lanes (as `run()` has): one slow
+        // provider call holds one lane, not the outbox.
         let worker = services.deliveryWorker(pollInterval: .milliseconds(30))
-        Task.detached {
-            while true {
-                if (try? await worker.deliverDue()) ?? 0 == 0 { try? await Task.sleep(for: .milliseconds(30)) }
+        for _ in 0..<4 {
+            Task.detached {
+                while true {
+                    if (try? await worker.deliverDue()) ?? 0 == 0 { try? await Task.sleep(for: .milliseconds(30)) }
+                }
             }
         }
         return services

@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension EndUserFlows {
     /// `POST invite` (§5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
-    /// Inviting the same handle again re-sends the same code (and takes over the invite).
+    /// Inviting the same handle again re-sends the same code; it never takes over a live invite.
     public func invite(accessToken: String?, fields: Fields) async throws {
         let (app, inviter) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
         let invitee = Input.handle(try fields.require("handle"))
@@ -33,7 +33,7 @@ extension EndUserFlows {
         }
         let invitee = Input.handle(raw)
         let locale = (input["locale"]?.stringValue ?? Locales.defaultLocale).uppercased()
-        guard app.settings.locales.contains(locale) else {
+        guard input["locale"] == nil || input["locale"]?.stringValue != nil, app.settings.locales.contains(locale) else {
             throw AdminFailure.invalid(FieldError("locale", "invalid_value", "must be one of the app's locales"))
         }
         guard input["metaData"] == nil || input["metaData"]?.objectValue != nil else {
@@ -57,24 +57,37 @@ extension EndUserFlows {
         return invitee
     }
 
-    /// Creates the invite, or refreshes the pending one (same code, new sender and expiry), and queues
-    /// the e-mail in the same transaction.
+    /// Creates the invite and queues its e-mail in the same transaction. Each sender has its own
+    /// pending invite of a handle, with its own code (enduser-api.md §5.8 step 7), so another user's
+    /// invite never takes over a pending one. While the sender's invite is live (unexpired, fewer than
+    /// maxCodeAttempts wrong guesses), inviting again never changes it (senderUserId, metadata,
+    /// attempts): it re-sends the same code within the handle's e-mail quota. A dead invite is closed
+    /// and replaced by a new one with a new code.
     func storeInvite(
         app: AppRow, invitee: String, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
         locale: String, actor: String
     ) async throws {
         do {
             try await client.transaction(logger: logger) { db in
+                let pending = try await EndUserStore.pendingRows(
+                    db, .invites, appRef: app.ref, handle: invitee, sender: senderHandle, logger: logger).first
                 let code: String
-                if let pending = try await EndUserStore.pending(db, .invites, appRef: app.ref, handle: invitee, logger: logger),
-                    let sealed = pending.codeSealed, let existing = try? box.openString(sealed, purpose: "invite-code:\(pending.id)")
+                let mailLocale: String
+                if let pending, isLive(pending), let sealed = pending.codeSealed,
+                    let existing = try? box.openString(sealed, purpose: "invite-code:\(pending.id)")
                 {
                     code = existing
-                    try await EndUserStore.refreshInvite(
-                        db, id: pending.id, senderHandle: senderHandle, senderUserId: senderUserId, metadata: metadata,
-                        lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
+                    mailLocale = pending.locale
+                    guard try await takeCodeMail(db, app: app, handle: invitee) else {
+                        try await audit(db, app: app, handle: actor, action: "invite", status: "error",
+                                        detail: ["invitee": .string(invitee), "reason": .string("re-send quota used up")])
+                        return
+                    }
                 } else {
+                    guard try await takeCodeMail(db, app: app, handle: invitee) else { throw EndUserError.rateLimited }
+                    if let pending { try await EndUserStore.markExpired(db, .invites, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
+                    mailLocale = locale
                     let id = UUID()
                     try await EndUserStore.insertInvite(
                         db, id: id, appRef: app.ref, handle: invitee, senderHandle: senderHandle, senderUserId: senderUserId,
@@ -82,12 +95,14 @@ extension EndUserFlows {
                         lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
                 }
                 try await outbox.email(
-                    db, app: app, template: "invite", locale: locale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
+                    db, app: app, template: "invite", locale: mailLocale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
                     logger: logger)
                 try await audit(db, app: app, handle: actor, action: "invite", detail: ["invitee": .string(invitee)])
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
-            throw EndUserError.handleAlreadyRegistered
+            // The same sender invited the same handle at the same moment: that request's invite and
+            // e-mail stand, as a re-send would leave them.
+            return
         }
     }
 
@@ -111,15 +126,23 @@ extension EndUserFlows {
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidData }
         let hash = try await hasher.hash(md5Hex: md5)
         let check: InviteCheck = try await client.transaction(logger: logger) { db in
-            guard let invite = try await EndUserStore.pending(db, .invites, appRef: app.ref, handle: handle, logger: logger) else {
+            let pending = try await EndUserStore.pendingRows(db, .invites, appRef: app.ref, handle: handle, logger: logger)
+            if pending.isEmpty {
                 if try await EndUserStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger) {
                     return .failed(.handleAlreadyRegistered)
                 }
                 return .failed(.invalidData)
             }
-            guard invite.attempts < settings.maxCodeAttempts, invite.expiresAt > Date() else { return .failed(.invalidData) }
-            guard codeMatches(code, sealed: invite.codeSealed, purpose: "invite-code:\(invite.id)") else {
-                try await EndUserStore.countFailedCode(db, .invites, id: invite.id, logger: logger)
+            let live = pending.filter(isLive)
+            guard !live.isEmpty else { return .failed(.invalidData) }
+            // Compare with every live invite (constant time each); a wrong guess counts against all of
+            // the handle's pending invites, so several senders do not multiply the guesses.
+            var matched: EndUserStore.Pending?
+            for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: "invite-code:\(candidate.id)") {
+                matched = candidate
+            }
+            guard let invite = matched else {
+                try await EndUserStore.countFailedInviteCode(db, appRef: app.ref, handle: handle, logger: logger)
                 try await audit(db, app: app, handle: handle, action: "register", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed(.invalidData)
             }
@@ -136,6 +159,7 @@ extension EndUserFlows {
             }
             let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
             try await EndUserStore.markVerified(db, .invites, id: invite.id, logger: logger)
+            try await EndUserStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
             try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
             try await audit(db, app: app, handle: handle, action: "register")
             return .ok(user, invite)

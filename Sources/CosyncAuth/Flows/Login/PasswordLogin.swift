@@ -2,40 +2,48 @@ import Foundation
 import PostgresNIO
 
 extension EndUserFlows {
-    /// `POST login` (§5.2, §6.3). Failed attempts are counted per (app, handle) and per (app, client
-    /// address) in PostgreSQL; while either is locked the answer is `invalidCredentials` without a
-    /// password check (see LoginThrottle in the README for the rule).
+    /// `POST login` (§5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
+    /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
+    /// is locked, the answer is `invalidCredentials` without a password check.
     public func login(appToken: String?, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
         let app = try await app(token: appToken, whenMissing: .invalidAppToken)
         let handle = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
         if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         try requireActive(app)
+        // No account has a longer handle (users.handle is 1-254 characters): nothing to find or to count
+        // (a throttle subject that long would not fit its index).
+        guard handle.count <= 254 else { throw EndUserError.invalidCredentials }
 
-        let throttle = LoginThrottle(flows: self, app: app, handle: handle, address: clientAddress)
-        if try await throttle.isLocked() {
-            await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
-            throw EndUserError.invalidCredentials
-        }
         let found = try await client.withConnection {
             try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
         }
+        if found == nil, app.settings.signupFlow != .none, try await client.withConnection({
+            try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
+        }) != nil {
+            throw EndUserError.accountNotVerified
+        }
+        // Failures of one account are counted under its handle, whichever identifier was typed.
+        let throttle = LoginThrottle(flows: self, app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
+        guard try await throttle.reserve() else {
+            await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
+            throw EndUserError.invalidCredentials
+        }
         guard let user = found else {
-            let pending = app.settings.signupFlow != .none ? try await client.withConnection {
-                try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, logger: logger)
-            } : nil
-            if pending != nil { throw EndUserError.accountNotVerified }
-            try await throttle.recordFailure()
             await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("unknown account")])
             throw EndUserError.invalidCredentials
         }
-        try requireActiveUser(user)
+        do {
+            try requireActiveUser(user)
+        } catch {
+            try await throttle.succeeded()  // the password was not checked: give the attempt back
+            throw error
+        }
         guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
-            try await throttle.recordFailure()
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
-        try await throttle.clear()
+        try await throttle.succeeded()
         return try await completeFirstFactor(app: app, user: user)
     }
 
@@ -106,45 +114,5 @@ extension EndUserFlows {
             try await audit(db, app: app, handle: handle, action: "loginAnonymous")
         }
         return issued
-    }
-}
-
-/// Failed-login counting for one attempt: per (app, handle) with the app's `maxLoginAttempts`, and per
-/// (app, client address) with a threshold `addressThresholdFactor` times higher. From the threshold
-/// on, a subject is locked for 30 s, doubling with each further failure, at most `maxLockout`
-/// (15 min). While locked nothing is counted, so a lock never outlives `maxLockout` after the last
-/// counted failure; counters start again after `throttleWindow` without failures or on success.
-struct LoginThrottle {
-    let flows: EndUserFlows
-    let app: AppRow
-    let handle: String
-    let address: String?
-
-    var subjects: [String] { ["handle:\(handle)"] + (address.map { ["ip:\($0)"] } ?? []) }
-
-    func isLocked() async throws -> Bool {
-        try await flows.client.withConnection {
-            try await EndUserStore.isLocked($0, appRef: app.ref, subjects: subjects, logger: flows.logger)
-        }
-    }
-
-    func recordFailure() async throws {
-        let threshold = max(1, app.settings.maxLoginAttempts)
-        try await flows.client.withConnection { db in
-            try await EndUserStore.recordFailure(
-                db, appRef: app.ref, subject: "handle:\(handle)", threshold: threshold, windowSeconds: flows.settings.throttleWindow,
-                maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
-            if let address {
-                try await EndUserStore.recordFailure(
-                    db, appRef: app.ref, subject: "ip:\(address)", threshold: threshold * flows.settings.addressThresholdFactor,
-                    windowSeconds: flows.settings.throttleWindow, maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
-            }
-        }
-    }
-
-    func clear() async throws {
-        try await flows.client.withConnection {
-            try await EndUserStore.clearFailures($0, appRef: app.ref, subject: "handle:\(handle)", logger: flows.logger)
-        }
     }
 }

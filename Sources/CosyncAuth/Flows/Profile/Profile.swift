@@ -82,7 +82,8 @@ extension EndUserFlows {
     /// `POST deleteAccount` (§5.24): password mode, or token mode for social accounts (the provider
     /// token must verify and name the user's own provider account). Deleting the user also deletes its reset codes (cascade) and
     /// so revokes its access tokens (the user no longer exists).
-    public func deleteAccount(accessToken: String?, fields: Fields) async throws {
+    /// The password mode is checked under the same reserved limit as a login of that account.
+    public func deleteAccount(accessToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
         let (app, user) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
         let handleField = fields["handle"], password = fields["password"], socialToken = fields["token"]
         guard handleField != nil || password != nil || socialToken != nil else { throw EndUserError.missingParameter }
@@ -93,10 +94,16 @@ extension EndUserFlows {
             guard let target = try await client.withConnection({
                 try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
             }), target.id == user.id else { throw EndUserError.invalidCredentials }
+            let throttle = LoginThrottle(flows: self, app: app, handle: user.handle.lowercased(), address: clientAddress)
+            guard try await throttle.reserve() else {
+                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("locked")])
+                throw EndUserError.invalidCredentials
+            }
             guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("wrong password")])
                 throw EndUserError.invalidCredentials
             }
+            try await throttle.succeeded()
         } else if let socialToken {
             guard try await verifyOwnSocialToken(app: app, user: user, token: socialToken) else {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("invalid provider token")])

@@ -3,7 +3,10 @@ import PostgresNIO
 
 extension EndUserFlows {
     /// `POST forgotPassword` (§5.12): e-mails a reset code to the account of a handle or user name.
-    public func forgotPassword(appToken: String?, fields: Fields) async throws {
+    /// At most `resetMailsPerAccountPerHour` per account and `resetRequestsPerAddressPerHour` per client
+    /// address (each taken atomically with the code's insert; over either, `rateLimited` and nothing
+    /// is stored or sent).
+    public func forgotPassword(appToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
         let app = try await app(token: appToken, whenMissing: .missingParameter)
         let identifier = Input.handle(try fields.require("handle"))
         try requireActive(app)
@@ -13,6 +16,16 @@ extension EndUserFlows {
         }) else { throw EndUserError.accountDoesNotExist }
         let code = Secrets.numericCode()
         try await client.transaction(logger: logger) { db in
+            if let clientAddress {
+                guard try await ThrottleStore.take(
+                    db, appRef: app.ref, subject: "forgot-ip:\(clientAddress)", limit: settings.resetRequestsPerAddressPerHour,
+                    windowSeconds: 3600, logger: logger)
+                else { throw EndUserError.rateLimited }
+            }
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "forgot:\(user.id)", limit: settings.resetMailsPerAccountPerHour, windowSeconds: 3600,
+                logger: logger)
+            else { throw EndUserError.rateLimited }
             let sealed = try sealCode(code, purpose: "reset-code:\(app.appId):\(identifier)")
             try await EndUserStore.insertResetCode(
                 db, appRef: app.ref, userId: user.id, identifier: identifier, codeSealed: sealed,
@@ -25,8 +38,11 @@ extension EndUserFlows {
     }
 
     /// `POST resetPassword` (§5.13): a valid code sets the password, disables every second factor and
-    /// revokes the user's access tokens. Wrong codes count against every live code of the identifier.
-    public func resetPassword(appToken: String?, fields: Fields) async throws {
+    /// revokes the user's access tokens. Wrong guesses are counted per user across all of the user's
+    /// codes, old and new, each reserved before the compare, so asking for a new code never buys fresh
+    /// guesses: at most `maxCodeAttempts` per (user, client address) and `handleThresholdFactor` times
+    /// that per user, per `resetCodeLifetime` (so one address cannot lock the owner out of recovery).
+    public func resetPassword(appToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
         let app = try await app(token: appToken, whenMissing: .missingParameter)
         let identifier = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
@@ -34,42 +50,65 @@ extension EndUserFlows {
         try requireActive(app)
         let md5 = try Input.md5(password)
         let code = try Input.code(rawCode)
-        let hash = try await hasher.hash(md5Hex: md5)
-        let failure: EndUserError? = try await client.transaction(logger: logger) { db in
-            let live = try await EndUserStore.liveResetCodes(
-                db, appRef: app.ref, identifier: identifier, maxAttempts: settings.maxCodeAttempts, logger: logger)
+        enum Check { case matched(UUID), failed }
+        let check: Check = try await client.transaction(logger: logger) { db in
+            let live = try await EndUserStore.liveResetCodes(db, appRef: app.ref, identifier: identifier, logger: logger)
+            guard let userId = live.first?.userId else { return .failed }
+            let perAddress = "reset-guess:\(userId)|\(clientAddress ?? "-")", perUser = "reset-guess:\(userId)"
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: perAddress, limit: settings.maxCodeAttempts, windowSeconds: settings.resetCodeLifetime,
+                logger: logger),
+                try await ThrottleStore.take(
+                    db, appRef: app.ref, subject: perUser, limit: settings.maxCodeAttempts * settings.handleThresholdFactor,
+                    windowSeconds: settings.resetCodeLifetime, logger: logger)
+            else {
+                try await audit(db, app: app, handle: identifier, action: "resetPassword", status: "error", detail: ["reason": .string("too many wrong codes")])
+                return .failed
+            }
             let purpose = "reset-code:\(app.appId):\(identifier)"
             // Compare with every live code (constant time each), so timing does not tell which matched.
             var matched: EndUserStore.ResetCode?
             for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: purpose) { matched = candidate }
             guard let matched else {
-                try await EndUserStore.countFailedResetCodes(db, ids: live.map(\.id), logger: logger)
                 try await audit(db, app: app, handle: identifier, action: "resetPassword", status: "error", detail: ["reason": .string("wrong code")])
-                return .invalidData
+                return .failed
             }
-            guard let user = try await UserStore.find(db, appRef: app.ref, id: matched.userId, forUpdate: true, logger: logger) else {
-                return .invalidData
+            // The code is spent now, whatever happens next: a second use finds nothing.
+            try await EndUserStore.deleteResetCodes(db, userId: matched.userId, logger: logger)
+            try await ThrottleStore.reset(db, appRef: app.ref, subject: perAddress, logger: logger)
+            return .matched(matched.userId)
+        }
+        guard case .matched(let userId) = check else { throw EndUserError.invalidData }
+        let hash = try await hasher.hash(md5Hex: md5)
+        try await client.transaction(logger: logger) { db in
+            guard let user = try await UserStore.find(db, appRef: app.ref, id: userId, forUpdate: true, logger: logger) else {
+                throw EndUserError.invalidData
             }
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
-            try await EndUserStore.deleteResetCodes(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "resetPassword")
-            return nil
         }
-        if let failure { throw failure }
     }
 
     /// `POST changePassword` (§5.14): every failure is `invalidData` (legacy); success revokes the
     /// user's access tokens (the app must log in again).
-    public func changePassword(accessToken: String?, fields: Fields) async throws {
+    /// The current password is checked under the same reserved limit as a login of that account
+    /// (`LoginThrottle`), so a stolen access token does not give unlimited guesses.
+    public func changePassword(accessToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
         let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
         guard let current = fields["password"], let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
         let md5 = try Input.md5(new)
         try requireActive(app)
         try requireActiveUser(user)
+        let throttle = LoginThrottle(flows: self, app: app, handle: user.handle.lowercased(), address: clientAddress)
+        guard try await throttle.reserve() else {
+            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("locked")])
+            throw EndUserError.invalidData
+        }
         guard try await verifyPassword(current, user: user) else {
             await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidData
         }
+        try await throttle.succeeded()
         let hash = try await hasher.hash(md5Hex: md5)
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: false, logger: logger)

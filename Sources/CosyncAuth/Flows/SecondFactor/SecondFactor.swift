@@ -38,11 +38,13 @@ extension EndUserFlows {
                 user.handle == claims.handle
             else { return .refused("user gone") }
             // Wrong codes also count per user across login-tokens, so that logging in again does not
-            // buy fresh guesses at the TOTP or SMS code.
+            // buy fresh guesses at the TOTP or SMS code. The attempt is reserved before the compare
+            // (the row stays locked until this transaction ends), so concurrency cannot exceed it.
             let subject = "2fa:\(user.id)"
-            if try await EndUserStore.isLocked(db, appRef: app.ref, subjects: [subject], logger: logger) {
-                return .refused("second factor locked")
-            }
+            guard try await ThrottleStore.reserve(
+                db, appRef: app.ref, subject: subject, threshold: settings.maxCodeAttempts * 2,
+                windowSeconds: settings.secondFactorWindow, maxLockSeconds: settings.maxLockout, logger: logger)
+            else { return .refused("second factor locked") }
             let matched: Bool
             switch challenge.factor {
             case "phone":
@@ -52,15 +54,12 @@ extension EndUserFlows {
             }
             guard matched else {
                 try await SecondFactorStore.countFailedChallenge(db, id: challenge.id, logger: logger)
-                try await EndUserStore.recordFailure(
-                    db, appRef: app.ref, subject: subject, threshold: settings.maxCodeAttempts * 2,
-                    windowSeconds: settings.secondFactorWindow, maxLockSeconds: settings.maxLockout, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
                                 detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor)])
                 return .wrongCode
             }
             try await SecondFactorStore.markChallengeUsed(db, id: challenge.id, logger: logger)
-            try await EndUserStore.clearFailures(db, appRef: app.ref, subject: subject, logger: logger)
+            try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: logger)
             return .accepted(user)
         }
         switch outcome {

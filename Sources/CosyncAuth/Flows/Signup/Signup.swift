@@ -13,6 +13,9 @@ public struct CompletedSignup: Sendable {
     public let clickThroughHTML: String
 }
 
+/// A concurrent request changed the pending row between our first look and the transaction.
+struct PendingRaced: Error {}
+
 extension EndUserFlows {
     /// `POST signup` (§5.5, §6.1).
     public func signup(appToken: String?, fields: Fields) async throws -> SignupOutcome {
@@ -30,9 +33,9 @@ extension EndUserFlows {
         if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger) }) != nil {
             throw EndUserError.handleAlreadyRegistered
         }
-        let hash = try await hasher.hash(md5Hex: md5)
 
         if app.settings.signupFlow == .none {
+            let hash = try await hasher.hash(md5Hex: md5)
             let user: User = try await client.transaction(logger: logger) { db in
                 let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: metadata)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
@@ -42,41 +45,73 @@ extension EndUserFlows {
             return .tokens(try await issueTokens(app: app, user: user, jwtFailure: .invalidData))
         }
 
+        // A live pending signup (unexpired, fewer than maxCodeAttempts wrong guesses) is never changed
+        // by a later signup of the same handle: its code is re-sent (within the handle's e-mail quota)
+        // and the answer is the same `true`. Only once it is dead does a signup start a new code with
+        // the new password and metadata. The bcrypt hash is made only then.
         let flow = app.settings.signupFlow
+        let live = try await client.withConnection {
+            try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
+        }.map { isLive($0) } ?? false
+        let hash = live ? nil : try await hasher.hash(md5Hex: md5)
         do {
             try await client.transaction(logger: logger) { db in
+                let pending = try await EndUserStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)
                 let code: String
-                if let pending = try await EndUserStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger),
-                    let sealed = pending.codeSealed, let existing = try? box.openString(sealed, purpose: "signup-code:\(pending.id)")
+                if let pending, isLive(pending), let sealed = pending.codeSealed,
+                    let existing = try? box.openString(sealed, purpose: "signup-code:\(pending.id)")
                 {
-                    // Re-signup while pending: same code, new password and metadata, the window restarts.
                     code = existing
-                    try await EndUserStore.refreshSignup(
-                        db, id: pending.id, passwordHash: hash, metadata: metadata, locale: locale,
-                        lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
+                    guard try await takeCodeMail(db, app: app, handle: handle) else {
+                        try await audit(db, app: app, handle: handle, action: "signup", status: "error", detail: ["reason": .string("re-send quota used up")])
+                        return
+                    }
+                    try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue), "resent": .bool(true)])
                 } else {
+                    // A new signup replaces a dead one; a concurrent request may have made a live one
+                    // after our first look (then `hash` is nil): that one stands.
+                    guard let hash else { throw PendingRaced() }
+                    guard try await takeCodeMail(db, app: app, handle: handle) else { throw EndUserError.rateLimited }
+                    if let pending { try await EndUserStore.markExpired(db, .signups, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
                     let id = UUID()
                     try await EndUserStore.insertSignup(
                         db, id: id, appRef: app.ref, handle: handle, passwordHash: hash,
                         codeSealed: try sealCode(code, purpose: "signup-code:\(id)"), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
+                    try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
                 }
+                let mailLocale = pending.flatMap { isLive($0) ? $0.locale : nil } ?? locale
                 if flow == .code {
                     try await outbox.email(
-                        db, app: app, template: "signUp", locale: locale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
+                        db, app: app, template: "signUp", locale: mailLocale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
                 } else {
                     let link = signupLink(app: app, handle: handle, code: code, appToken: appToken ?? "")
                     try await outbox.email(
-                        db, app: app, template: "signUpLink", locale: locale, to: handle,
+                        db, app: app, template: "signUpLink", locale: mailLocale, to: handle,
                         values: ["HANDLE": handle, "CODE": code, "LINK": link], logger: logger)
                 }
-                try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
-            throw EndUserError.handleAlreadyRegistered  // a concurrent signup of the same handle won
+            // A concurrent signup of the same handle made the pending row first: it stands, as a
+            // re-send would leave it. The legacy answer to a re-signup is `true`.
+            return .codeSent
+        } catch is PendingRaced {
+            return .codeSent
         }
         return .codeSent
+    }
+
+    /// A pending signup or invite whose code can still complete it.
+    func isLive(_ pending: EndUserStore.Pending) -> Bool {
+        pending.attempts < settings.maxCodeAttempts && pending.expiresAt > Date() && pending.codeSealed != nil
+    }
+
+    /// One signup or invite e-mail of a handle (new code or re-send), within `codeMailsPerHandlePerHour`.
+    func takeCodeMail(_ db: PostgresConnection, app: AppRow, handle: String) async throws -> Bool {
+        try await ThrottleStore.take(
+            db, appRef: app.ref, subject: "code-mail:\(handle)", limit: settings.codeMailsPerHandlePerHour, windowSeconds: 3600,
+            logger: logger)
     }
 
     /// `<public URL>/api/appuser/completeSignup?appToken=…&handle=…&code=…`, every value percent-encoded.

@@ -1,0 +1,66 @@
+import Foundation
+import PostgresNIO
+
+/// The password-guessing limit of one attempt (login, and the password checks of changePassword and
+/// deleteAccount, which count with the login failures of the same account).
+///
+/// Each attempt is **reserved** in PostgreSQL before the password is checked, on three subjects at
+/// once, in one transaction (any refusal rolls the others back):
+/// - `login:<handle>|<address>`: the app's `maxLoginAttempts` per (handle, client address). An address
+///   that keeps failing locks only itself for that handle.
+/// - `handle:<handle>`: `handleThresholdFactor` × `maxLoginAttempts` for the handle as a whole, which
+///   only failures spread over several addresses reach (one address stops at its own limit first).
+/// - `ip:<address>`: `addressThresholdFactor` × `maxLoginAttempts` for an address across handles.
+///
+/// The reservation that reaches a threshold locks that subject for 30 s, doubling with each further
+/// counted attempt, at most `maxLockout` (15 min); while locked nothing is checked or counted. Counts
+/// start again after `throttleWindow` without an attempt. A correct password forgets the
+/// (handle, address) count and gives back its reservation on the other two.
+struct LoginThrottle {
+    let flows: EndUserFlows
+    let app: AppRow
+    let handle: String
+    let address: String?
+
+    private struct Locked: Error {}
+
+    var base: Int { max(1, app.settings.maxLoginAttempts) }
+
+    /// (subject, threshold) of every counter this attempt takes.
+    var subjects: [(String, Int)] {
+        let settings = flows.settings
+        var all = [("login:\(handle)|\(address ?? "-")", base), ("handle:\(handle)", base * settings.handleThresholdFactor)]
+        if let address { all.append(("ip:\(address)", base * settings.addressThresholdFactor)) }
+        return all
+    }
+
+    /// True when the attempt may go ahead (and is now counted); false while any subject is locked.
+    func reserve() async throws -> Bool {
+        do {
+            try await flows.client.transaction(logger: flows.logger) { db in
+                for (subject, threshold) in subjects {
+                    guard try await ThrottleStore.reserve(
+                        db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
+                        maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
+                    else { throw Locked() }
+                }
+            }
+            return true
+        } catch is Locked {
+            return false
+        }
+    }
+
+    /// After a correct password (or when the password was not checked after all).
+    func succeeded() async throws {
+        try await flows.client.withConnection { db in
+            for (index, (subject, threshold)) in subjects.enumerated() {
+                if index == 0 {
+                    try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: flows.logger)
+                } else {
+                    try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// SQL of every limit that must hold under concurrency and on any number of nodes. Each limit is
+/// taken as a reservation in one atomic upsert (`INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING`):
+/// PostgreSQL serialises concurrent upserts of one row, so no two requests can both take the last
+/// slot. Nothing here checks first and counts afterwards.
+enum ThrottleStore {
+    // MARK: lockouts (login_throttle)
+
+    /// Reserves one attempt on `subject` before the expensive or sensitive check (bcrypt, a code
+    /// compare). Returns false, and counts nothing, while the subject is locked.
+    ///
+    /// The reservation that brings the count to `threshold` also locks the subject: for 30 s, doubling
+    /// with each further counted attempt, at most `maxLockSeconds`. So at most `threshold` checks run per
+    /// window, whatever the concurrency. Counts start again only after `windowSeconds` in which the
+    /// subject was neither tried nor locked: a lock as long as the window does not reset the count, so
+    /// the doubling holds (after the longest lock, one attempt per `maxLockSeconds`).
+    static func reserve(
+        _ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, windowSeconds: Int, maxLockSeconds: Int,
+        logger: Logger
+    ) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            INSERT INTO login_throttle AS t (app_ref, subject, failures, locked_until, updated_at)
+            VALUES (\(appRef), \(subject), 1,
+                    CASE WHEN 1 >= \(threshold) THEN now() + make_interval(secs => LEAST(30, \(maxLockSeconds)::int)) END, now())
+            ON CONFLICT (app_ref, subject) DO UPDATE SET
+                failures = CASE WHEN GREATEST(t.updated_at, COALESCE(t.locked_until, t.updated_at)) < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END,
+                locked_until = CASE
+                    WHEN (CASE WHEN GREATEST(t.updated_at, COALESCE(t.locked_until, t.updated_at)) < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END) >= \(threshold)
+                    THEN now() + make_interval(secs => LEAST(\(maxLockSeconds)::int,
+                        30 * power(2, LEAST(20, (CASE WHEN GREATEST(t.updated_at, COALESCE(t.locked_until, t.updated_at)) < now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE t.failures + 1 END) - \(threshold)))::int))
+                    ELSE NULL END,
+                updated_at = now()
+            WHERE t.locked_until IS NULL OR t.locked_until <= now()
+            RETURNING failures
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Gives back one reservation after a success: the count goes down by one, and a lock that this
+    /// count no longer reaches is lifted.
+    static func release(_ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE login_throttle SET failures = GREATEST(failures - 1, 0),
+                locked_until = CASE WHEN failures - 1 < \(threshold) THEN NULL ELSE locked_until END
+            WHERE app_ref = \(appRef) AND subject = \(subject)
+            """, logger: logger)
+    }
+
+    /// Forgets a subject (a success that proves the caller: its failures no longer count).
+    static func clear(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
+        try await db.query("DELETE FROM login_throttle WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
+    }
+
+    // MARK: fixed-window quotas (rate_limits)
+
+    /// Takes one of `limit` slots of the current window of `windowSeconds` for `subject`. False when
+    /// the window's slots are used up (nothing is counted then).
+    static func take(
+        _ db: PostgresConnection, appRef: Int64, subject: String, limit: Int, windowSeconds: Int, logger: Logger
+    ) async throws -> Bool {
+        guard limit > 0 else { return false }
+        let rows = try await db.query(
+            """
+            INSERT INTO rate_limits AS r (app_ref, subject, window_start, count) VALUES (\(appRef), \(subject), now(), 1)
+            ON CONFLICT (app_ref, subject) DO UPDATE SET
+                count = CASE WHEN r.window_start <= now() - make_interval(secs => \(windowSeconds)::int) THEN 1 ELSE r.count + 1 END,
+                window_start = CASE WHEN r.window_start <= now() - make_interval(secs => \(windowSeconds)::int) THEN now() ELSE r.window_start END
+            WHERE r.window_start <= now() - make_interval(secs => \(windowSeconds)::int) OR r.count < \(limit)
+            RETURNING count
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Drops a quota subject (e.g. a user's wrong-guess count once the right code was given).
+    static func reset(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
+        try await db.query("DELETE FROM rate_limits WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
+    }
+}

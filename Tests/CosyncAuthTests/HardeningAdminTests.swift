@@ -1,0 +1,65 @@
+import CosyncAuth
+import CosyncAuthHTTP
+import Foundation
+import HTTPTypes
+import Testing
+
+/// Hostile input on the admin API (what deploy/fuzz/admin.sh checks with schemathesis): a NUL in a
+/// JSON body or a query parameter is refused before any SQL, and an undeclared method is a 405.
+@Suite("Admin API hardening")
+struct HardeningAdminTests {
+    @Test("a NUL in an admin JSON value or key is refused with 422 naming the field, and nothing is stored")
+    func nulInJSONBody() async throws {
+        try await TestEnvironment.withAPI { api in
+            let app = try await api.createApp("NUL \(UUID().uuidString.prefix(8))")
+            let appId = app.string("appId")
+            let cases: [(String, String, String, String)] = [
+                ("POST", "/admin/v1/apps", #"{"name":"a\u0000b"}"#, "name"),
+                ("PATCH", "/admin/v1/apps/\(appId)", #"{"appData":{"k":["x","y\u0000"]}}"#, "appData.k[1]"),
+                ("PATCH", "/admin/v1/apps/\(appId)", #"{"appData":{"a\u0000b":1}}"#, "appData.a\\u0000b"),
+                ("POST", "/admin/v1/apps/\(appId)/users", #"{"handle":"nul@example.com","password":"secret\u0000x"}"#, "password"),
+                ("POST", "/admin/v1/apps/\(appId)/users", #"{"handle":"nul2@example.com","password":"secret1","metaData":{"n":"\u0000"}}"#, "metaData.n"),
+                ("POST", "/admin/v1/apps/\(appId)/invites", #"{"handle":"inv\u0000@example.com"}"#, "handle"),
+                ("PUT", "/admin/v1/apps/\(appId)/email-templates/signUp/EN", #"{"subject":"s","html":"<p>\u0000</p>"}"#, "html"),
+            ]
+            for (method, path, body, field) in cases {
+                let reply = try await api.call(HTTPRequest.Method(method) ?? .post, path, body: body)
+                #expect(reply.status == .unprocessableContent, "\(method) \(path): \(reply.status) \(reply.text)")
+                #expect(reply.errorCode == "invalid_character", "\(method) \(path): \(reply.text)")
+                #expect(reply.errorField == field, "\(method) \(path): \(reply.text)")
+            }
+            let users = try await api.call(.get, "/admin/v1/apps/\(appId)/users")
+            #expect(users.json["users"]?.arrayValue?.isEmpty == true, "\(users.text)")
+            let view = try await api.call(.get, "/admin/v1/apps/\(appId)")
+            #expect(view.json["appData"] == .object([:]))
+        }
+    }
+
+    @Test("a NUL in a query parameter of a list route is a 400 invalid_parameter, not a database error")
+    func nulInQuery() async throws {
+        try await TestEnvironment.withAPI { api in
+            let app = try await api.createApp("NUL query \(UUID().uuidString.prefix(8))")
+            let appId = app.string("appId")
+            for path in ["/admin/v1/apps?query=a%00b", "/admin/v1/apps/\(appId)/users?query=%00",
+                         "/admin/v1/apps/\(appId)/messages?to=x%00@example.com"] {
+                let reply = try await api.call(.get, path)
+                #expect(reply.status == .badRequest, "\(path): \(reply.status) \(reply.text)")
+                #expect(reply.errorCode == "invalid_parameter", "\(path): \(reply.text)")
+            }
+        }
+    }
+
+    @Test("length limits count code points, as the OpenAPI document's maxLength does")
+    func lengthsInCodePoints() async throws {
+        try await TestEnvironment.withAPI { api in
+            // 100 "e" + U+0301 pairs: 100 characters but 200 code points.
+            let combining = String(repeating: "e\u{301}", count: 100)
+            let reply = try await api.call(.post, "/admin/v1/apps", json: .object(["name": .string(combining)]))
+            #expect(reply.status == .unprocessableContent, "\(reply.text)")
+            #expect(reply.errorField == "name")
+            let padded = " " + String(repeating: "n", count: 100)
+            let second = try await api.call(.post, "/admin/v1/apps", json: .object(["name": .string(padded)]))
+            #expect(second.status == .unprocessableContent, "\(second.text)")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Fuzzes the admin API against its own OpenAPI document with schemathesis (PyPI):
+#   deploy/fuzz/admin.sh BASE_URL OPERATOR_TOKEN
+# Every check (`--checks all`), all phases (examples, coverage, fuzzing, stateful through the
+# document's `links`, so that operations run with real app/user/invite/template ids). Exits non-zero
+# on any failure. The server must already run (deploy/fuzz/run.sh starts one). Settings:
+#   FUZZ_MAX_EXAMPLES (default 20 per operation), FUZZ_SEED (default 1: reproducible runs; "random"
+#   for a new seed), FUZZ_REPORT_DIR (JUnit and NDJSON reports; default: none).
+# Schemathesis comes from $COSYNC_TEST_VENV (deploy/test.sh's venv) when it has it, else from a venv
+# made once under .local/fuzz-venv (git-ignored).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+if [ $# -ne 2 ] || [ -z "$1" ] || [ -z "$2" ]; then
+  echo "usage: $0 BASE_URL OPERATOR_TOKEN" >&2
+  exit 2
+fi
+BASE_URL="${1%/}"
+TOKEN="$2"
+
+if [ -n "${COSYNC_TEST_VENV:-}" ] && [ -x "$COSYNC_TEST_VENV/bin/schemathesis" ]; then
+  VENV="$COSYNC_TEST_VENV"
+else
+  VENV="$ROOT/.local/fuzz-venv"
+  if [ ! -x "$VENV/bin/schemathesis" ]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check schemathesis
+  fi
+fi
+
+SEED_ARGS=()
+if [ "${FUZZ_SEED:-1}" != "random" ]; then SEED_ARGS=(--seed "${FUZZ_SEED:-1}"); fi
+REPORT_ARGS=()
+if [ -n "${FUZZ_REPORT_DIR:-}" ]; then REPORT_ARGS=(--report junit,ndjson --report-dir "$FUZZ_REPORT_DIR"); fi
+
+# Schemathesis masks the Authorization header in its output.
+set +e
+PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hooks \
+"$VENV/bin/schemathesis" --config-file "$ROOT/deploy/fuzz/schemathesis.toml" --no-color run \
+  "$BASE_URL/admin/v1/openapi.json" \
+  --checks all \
+  --phases examples,coverage,fuzzing,stateful \
+  -H "Authorization: Bearer $TOKEN" \
+  --max-examples "${FUZZ_MAX_EXAMPLES:-20}" \
+  --workers 2 \
+  --request-timeout 30 \
+  --generation-database none \
+  "${SEED_ARGS[@]}" "${REPORT_ARGS[@]}"
+status=$?
+set -e
+if [ "$status" -eq 0 ]; then
+  echo "admin API fuzzing: no failures (schemathesis exit 0)"
+else
+  echo "admin API fuzzing: FAILED (schemathesis exit $status)" >&2
+fi
+exit "$status"

@@ -1,0 +1,41 @@
+"""Schemathesis hooks for deploy/fuzz/admin.sh (loaded through SCHEMATHESIS_HOOKS=hooks).
+
+The one app rule a JSON Schema cannot state: in `metaData` and `metaDataInvite`, no descriptor's
+`path` may equal another's or be a dotted prefix of it (one JWT claim would overwrite the other);
+the server answers 422 `duplicate` naming the field. Before a request to create or change an app is
+sent, a descriptor whose path overlaps an earlier one gets a fresh path, so that "schema-valid"
+keeps meaning "accepted". Nothing else in a generated request is changed.
+"""
+import schemathesis
+
+APP_PATHS = ("/admin/v1/apps", "/admin/v1/apps/{appId}")
+
+
+def _overlaps(parts, other):
+    shorter = min(len(parts), len(other))
+    return parts[:shorter] == other[:shorter]
+
+
+def _separate(descriptors):
+    if not isinstance(descriptors, list):
+        return
+    seen = []
+    for index, item in enumerate(descriptors):
+        path = item.get("path") if isinstance(item, dict) else None
+        if not isinstance(path, str):
+            continue
+        parts = path.split(".")
+        if any(_overlaps(parts, other) for other in seen):
+            fresh = f"fuzz{index}"
+            while any(_overlaps([fresh], other) for other in seen):
+                fresh += "x"
+            item["path"] = fresh
+            parts = [fresh]
+        seen.append(parts)
+
+
+@schemathesis.hook
+def before_call(context, case, **kwargs):
+    if case.operation.path in APP_PATHS and case.method.upper() in ("POST", "PATCH") and isinstance(case.body, dict):
+        _separate(case.body.get("metaData"))
+        _separate(case.body.get("metaDataInvite"))
