@@ -147,8 +147,12 @@ struct LegacyImportTests {
             #expect(code(try await a.login("bob@example.com", "hunter22")) == 404)
             #expect(try await b.login("carol", "Password1!").object["login-token"] != nil)
             // Eve's handle was normalised; her JWT keeps the legacy `sub`.
-            let eve = try await b.login("eve@example.com", "Admin#Made9").object["jwt"]?.stringValue ?? ""
+            let eveLogin = try await b.login("eve@example.com", "Admin#Made9").object
+            let eve = eveLogin["jwt"]?.stringValue ?? ""
             #expect(SDKJWTCheck.payload(eve)["sub"] == .string("Eve@Example.com"))
+            // Her access token from this server works on the access-token routes.
+            let eveAccess = eveLogin["access-token"]?.stringValue ?? ""
+            #expect(try await b.get("/api/appuser/getUser", accessToken: eveAccess).object["handle"] == .string("eve@example.com"))
             #expect(SDKJWTCheck.isValid(jwt: eve, rawPublicKey: appB.string("rawPublicKey")))
             #expect(try await a.login("henry@example.com", "HenryTwo#2").object["jwt"] != nil, "the newest duplicate won")
             #expect(code(try await a.login("henry@example.com", "HenryOne#1")) == 600)

@@ -33,6 +33,9 @@ public func buildApplication(
     let configuration = services.configuration
     return Application(
         router: buildResponder(services: services, metrics: metrics),
+        // A connection that sends nothing for 60 s (idle keep-alive, a half-sent request head, a CONNECT
+        // "tunnel") is closed; without it such connections stayed open for ever (found by deploy/fuzz).
+        server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
         services: runDeliveryWorker ? [services.deliveryWorker()] : [],
         logger: logger)
