@@ -300,6 +300,22 @@ extension LegacyImporter {
         notes.tally(into: &counts)
     }
 
+    /// Runs one batch's `work`: in a dry run without a database, otherwise in one transaction together
+    /// with the batch's report entries (so a resumed run keeps them).
+    func commitBatch(_ work: @Sendable (PostgresConnection?) async throws -> (Int, Notes)) async throws -> (Int, Notes) {
+        if options.dryRun {
+            let result = try await work(nil)
+            record(result.1)
+            return result
+        }
+        return try await client.transaction(logger: logger) { db in
+            let result = try await work(db)
+            self.record(result.1)
+            try await self.flushReport(db)
+            return result
+        }
+    }
+
     // MARK: signups and invites
 
     func importPending(_ kind: AppRecordStore.Kind, _ batch: Batch, _ counts: inout ImportSummary.Counts) async throws {
@@ -386,17 +402,7 @@ extension LegacyImporter {
             }
             return (imported, notes)
         }
-        if options.dryRun {
-            (importedNow, notes) = try await work(nil)
-            record(notes)
-        } else {
-            (importedNow, notes) = try await client.transaction(logger: logger) { db in
-                let result = try await work(db)
-                self.record(result.1)
-                try await self.flushReport(db)
-                return result
-            }
-        }
+        (importedNow, notes) = try await commitBatch(work)
         counts.imported += importedNow
         notes.tally(into: &counts)
     }
@@ -463,18 +469,7 @@ extension LegacyImporter {
             }
             return (imported, notes)
         }
-        let (importedNow, notes): (Int, Notes)
-        if options.dryRun {
-            (importedNow, notes) = try await work(nil)
-            record(notes)
-        } else {
-            (importedNow, notes) = try await client.transaction(logger: logger) { db in
-                let result = try await work(db)
-                self.record(result.1)
-                try await self.flushReport(db)
-                return result
-            }
-        }
+        let (importedNow, notes) = try await commitBatch(work)
         counts.imported += importedNow
         notes.tally(into: &counts)
     }

@@ -269,6 +269,9 @@ struct LegacyErrorMiddleware: RouterMiddleware {
                 try await EndUserRoutes.refuseNUL(request, flows: flows)
             } catch let error as EndUserError {
                 return try LegacyError(error).response(from: request, context: context)
+            } catch {
+                context.logger.error("end-user request failed", metadata: operatorMetadata(error))
+                return try LegacyError.internalError.response(from: request, context: context)
             }
         } catch is NIOTooManyBytesError {
             // A body over ServerRequestContext.maxUploadSize (1 MiB): HTTP 413, the legacy error body.
