@@ -124,7 +124,6 @@ extension EndUserFlows {
         let code = try Input.code(rawCode)
         let locale = (fields["locale"] ?? Locales.defaultLocale).uppercased()
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidData }
-        let hash = try await hasher.hash(md5Hex: md5)
         let check: InviteCheck = try await client.transaction(logger: logger) { db in
             let pending = try await EndUserStore.pendingRows(db, .invites, appRef: app.ref, handle: handle, logger: logger)
             if pending.isEmpty {
@@ -157,6 +156,8 @@ extension EndUserFlows {
             if try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
                 return .failed(.handleAlreadyRegistered)
             }
+            // bcrypt only once the code matched, so wrong guesses cost no hashing thread.
+            let hash = try await hasher.hash(md5Hex: md5)
             let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
             try await EndUserStore.markVerified(db, .invites, id: invite.id, logger: logger)
             try await EndUserStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
