@@ -298,6 +298,29 @@ struct HardeningTests {
         }
     }
 
+    @Test("idle limit counters are purged; live ones stay")
+    func housekeeping() async throws {
+        let services = try await TestEnvironment.services()
+        try await TestEnvironment.withLiveServer { api in
+            let (_, appId) = try await makeApp(api, [:])
+            let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
+            try await TestEnvironment.sql("""
+                INSERT INTO login_throttle (app_ref, subject, failures, locked_until, updated_at) VALUES
+                    (\(ref), 'login:old|1', 3, NULL, now() - interval '9 days'),
+                    (\(ref), 'login:locked|1', 3, now() + interval '1 minute', now() - interval '9 days'),
+                    (\(ref), 'login:new|1', 3, NULL, now())
+                """)
+            try await TestEnvironment.sql("""
+                INSERT INTO rate_limits (app_ref, subject, window_start, count) VALUES
+                    (\(ref), 'forgot:old', now() - interval '9 days', 5), (\(ref), 'forgot:new', now(), 5)
+                """)
+            let removed = try await LimitHousekeeping(client: services.client, logger: services.logger).purge()
+            #expect(removed >= 2)
+            #expect(try await count("SELECT count(*)::int FROM login_throttle WHERE app_ref = \(ref)") == 2, "the idle one went; the locked and the fresh stay")
+            #expect(try await count("SELECT count(*)::int FROM rate_limits WHERE app_ref = \(ref)") == 1)
+        }
+    }
+
     // MARK: 8. crafted cursors
 
     @Test("a crafted cursor is a 400, not a crash")

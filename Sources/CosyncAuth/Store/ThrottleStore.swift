@@ -82,4 +82,23 @@ enum ThrottleStore {
     static func reset(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
         try await db.query("DELETE FROM rate_limits WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
     }
+
+    // MARK: housekeeping
+
+    /// Deletes counters nobody has touched for `idleSeconds` (longer than every window and lock), so
+    /// keys an attacker makes up (handles, addresses) do not pile up. Returns how many rows went.
+    static func purgeIdle(_ db: PostgresConnection, idleSeconds: Int, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            WITH throttles AS (
+                DELETE FROM login_throttle
+                WHERE GREATEST(updated_at, COALESCE(locked_until, updated_at)) < now() - make_interval(secs => \(idleSeconds)::int)
+                RETURNING 1),
+            quotas AS (
+                DELETE FROM rate_limits WHERE window_start < now() - make_interval(secs => \(idleSeconds)::int) RETURNING 1)
+            SELECT (SELECT count(*) FROM throttles)::int + (SELECT count(*) FROM quotas)::int
+            """, logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
+    }
 }

@@ -37,7 +37,7 @@ public func buildApplication(
         // "tunnel") is closed; without it such connections stayed open for ever (found by deploy/fuzz).
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
-        services: runDeliveryWorker ? [services.deliveryWorker()] : [],
+        services: runDeliveryWorker ? [services.deliveryWorker(), LimitHousekeeping(client: services.client, logger: services.logger)] : [],
         logger: logger)
 }
 

@@ -1,0 +1,36 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Removes idle limit counters (`login_throttle`, `rate_limits`) every `interval` on every node (the
+/// delete is idempotent). A counter idle for `idleSeconds` (8 days: longer than any window, lock or
+/// code lifetime a setting allows) counts nothing any more; without this, every handle and address an
+/// attacker tries would stay a row for ever.
+public struct LimitHousekeeping: Service {
+    let client: PostgresClient
+    let logger: Logger
+    let interval: Duration
+    let idleSeconds: Int
+
+    public init(client: PostgresClient, logger: Logger, interval: Duration = .seconds(600), idleSeconds: Int = 8 * 86_400) {
+        self.client = client
+        self.logger = logger
+        self.interval = interval
+        self.idleSeconds = idleSeconds
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                _ = try? await purge()
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One pass; returns how many counters were removed.
+    @discardableResult
+    public func purge() async throws -> Int {
+        try await client.withConnection { try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger) }
+    }
+}
