@@ -5,7 +5,7 @@
 -- a re-import keeps it and reports it (unless --overwrite-local-changes).
 --
 -- legacy_import_tombstones: legacy rows a re-import must not bring back. A trigger writes one, in the
--- transaction of the delete, whenever an imported user is deleted here (end-user deleteAccount, admin
+-- transaction of the delete, whenever an imported user, signup or invite is deleted here (end-user deleteAccount, admin
 -- delete, anything else); the importer's own deletes (a newer duplicate replacing an older row) set
 -- cosync.import_delete and leave none. The importer also writes one per legacy reset code it carried,
 -- so a code used or expired here is never revived.
@@ -29,7 +29,7 @@ UPDATE apps SET legacy_state = legacy_app_state(apps) WHERE legacy_fingerprint I
 
 CREATE TABLE legacy_import_tombstones (
     app_ref    bigint NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
-    collection text NOT NULL,                  -- users | resetpasswords
+    collection text NOT NULL,                  -- users | signups | invites | resetpasswords
     legacy_id  text NOT NULL,
     reason     text NOT NULL,                  -- deleted | carried
     at         timestamptz NOT NULL DEFAULT now(),
@@ -42,7 +42,7 @@ BEGIN
     IF coalesce(current_setting('cosync.import_delete', true), '') <> 'on'
         AND EXISTS (SELECT 1 FROM apps WHERE id = OLD.app_ref) THEN
         INSERT INTO legacy_import_tombstones (app_ref, collection, legacy_id, reason)
-        VALUES (OLD.app_ref, 'users', OLD.legacy_id, 'deleted')
+        VALUES (OLD.app_ref, TG_TABLE_NAME, OLD.legacy_id, 'deleted')
         ON CONFLICT (app_ref, collection, legacy_id) DO UPDATE SET reason = 'deleted', at = now();
     END IF;
     RETURN OLD;
@@ -50,6 +50,11 @@ END
 $$;
 
 CREATE TRIGGER users_legacy_tombstone AFTER DELETE ON users
+    FOR EACH ROW WHEN (OLD.legacy_id IS NOT NULL) EXECUTE FUNCTION legacy_user_tombstone();
+-- An imported pending signup or invite deleted here (admin DELETE) stays deleted too.
+CREATE TRIGGER signups_legacy_tombstone AFTER DELETE ON signups
+    FOR EACH ROW WHEN (OLD.legacy_id IS NOT NULL) EXECUTE FUNCTION legacy_user_tombstone();
+CREATE TRIGGER invites_legacy_tombstone AFTER DELETE ON invites
     FOR EACH ROW WHEN (OLD.legacy_id IS NOT NULL) EXECUTE FUNCTION legacy_user_tombstone();
 
 -- Carried legacy reset codes: the legacy id, so a rerun finds the row it made.

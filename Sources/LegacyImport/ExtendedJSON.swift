@@ -133,7 +133,7 @@ public struct LegacyDocument: Sendable {
             for key in ["$numberInt", "$numberLong"] {
                 if let s = o[key]?.stringValue { return Int(s) }
             }
-            if let s = o["$numberDouble"]?.stringValue, let d = Double(s), d.rounded() == d { return Int(d) }
+            if let s = o["$numberDouble"]?.stringValue, let d = Double(s), d.rounded() == d, abs(d) < 9e15 { return Int(exactly: d) }
             return nil
         default: return nil
         }

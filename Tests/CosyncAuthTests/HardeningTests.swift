@@ -334,6 +334,9 @@ struct HardeningTests {
                     #expect(reply.status == .badRequest && reply.errorCode == "invalid_cursor", "\(kind) \(micros): \(reply.status) \(reply.text)")
                 }
             }
+            // A text cursor with a NUL (base64url of "s:\0") never reaches PostgreSQL.
+            let nul = try await api.call(.get, "/admin/v1/apps/\(appId)/users?cursor=czoA")
+            #expect(nul.status == .badRequest && nul.errorCode == "invalid_cursor", "\(nul.status) \(nul.text)")
             #expect(try await api.call(.get, "/healthz", token: nil).status == .ok)
         }
     }

@@ -167,11 +167,31 @@ struct LegacyReimportTests {
             #expect(try await api.call(.post, "/admin/v1/apps/\(idA)/users/\(henry.uuidString.lowercased())/password",
                                        json: .object(["password": .string("Henry#Local3")])).status == .noContent)
             #expect(try await api.call(.patch, "/admin/v1/apps/\(idA)", json: .object(["status": .string("suspended")])).status == .ok)
+            // App A's legacy signing key revoked here (a compromised key), and app B's imported invite deleted.
+            #expect(try await api.call(.post, "/admin/v1/apps/\(idA)/keys/rotate", json: .object(["retireAfterHours": .int(0)])).status == .ok)
+            let invites = try await api.call(.get, "/admin/v1/apps/\(idB)/invites").object["invites"]?.arrayValue ?? []
+            for invite in invites where invite["status"] == .string("pending") {
+                #expect(try await api.call(.delete, "/admin/v1/apps/\(idB)/invites/\(invite["id"]?.stringValue ?? "")").status == .noContent)
+            }
             let rotation = try await api.call(.post, "/admin/v1/apps/\(idB)/app-token/rotate")
             #expect(rotation.status == .ok, "\(rotation.text)")
             return rotation.object.string("appToken")
         }
         #expect(!rotatedToken.isEmpty)
+        func activeKid(_ appId: String) async throws -> String? {
+            try await TestEnvironment.value(
+                "SELECT k.kid FROM app_keys k JOIN apps a ON a.id = k.app_ref WHERE a.app_id = \(appId) AND k.active", as: String.self)
+        }
+        func keyCount(_ appId: String) async throws -> Int? {
+            try await TestEnvironment.value("SELECT count(*)::int FROM app_keys k JOIN apps a ON a.id = k.app_ref WHERE a.app_id = \(appId)", as: Int.self)
+        }
+        func pendingInvites(_ appId: String) async throws -> Int? {
+            try await TestEnvironment.value(
+                "SELECT count(*)::int FROM invites i JOIN apps a ON a.id = i.app_ref WHERE a.app_id = \(appId) AND i.status = 'pending'", as: Int.self)
+        }
+        let keyMadeHere = try #require(try await activeKid(idA))
+        #expect(try await keyCount(idA) == 1, "the revoked legacy key is gone")
+        #expect(try await pendingInvites(idB) == 0)
 
         // A newer export: every app and user document changed.
         try RenamedFixture.touchAll(folder, 1)
@@ -179,6 +199,9 @@ struct LegacyReimportTests {
         #expect(try await status(idA, "ivy+test@example.com") == "suspended")
         #expect(try await appStatus(idA) == "suspended")
         #expect(try await userId(idB, "grace@example.com") == nil, "a user deleted here stays deleted")
+        #expect(try await activeKid(idA) == keyMadeHere, "a key revoked here is never revived")
+        #expect(try await keyCount(idA) == 1)
+        #expect(try await pendingInvites(idB) == 0, "an invite deleted here stays deleted")
         let kept = try report(folder).filter { $0["action"] == .string("kept") }
         let keptIds = Set(kept.compactMap { $0["handle"]?.stringValue ?? $0["appId"]?.stringValue })
         #expect(keptIds.isSuperset(of: ["ivy+test@example.com", "grace@example.com", "henry@example.com"]), "\(kept)")
@@ -199,6 +222,7 @@ struct LegacyReimportTests {
         #expect(try await appStatus(idA) == "active")
         #expect(try await userId(idB, "grace@example.com") != nil)
         #expect(try await hash(idA, "henry@example.com") == legacyHenry)
+        #expect(try await activeKid(idA) == keyMadeHere, "not even when forced")
         #expect(try report(folder).contains { $0["action"] == .string("overwritten") && $0["handle"] == .string("grace@example.com") })
     }
 }

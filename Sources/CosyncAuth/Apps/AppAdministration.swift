@@ -330,7 +330,10 @@ public enum Cursor {
         return value
     }
     public static func decodeText(_ text: String) -> String? {
-        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("s:") else {
+        // A control character (NUL above all, which PostgreSQL cannot hold) is never in a cursor we issue.
+        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("s:"),
+            !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
             return nil
         }
         return String(s.dropFirst(2))

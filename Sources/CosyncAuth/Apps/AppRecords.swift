@@ -109,8 +109,13 @@ public struct AppRecords: Sendable {
         if !replyTo.isEmpty && !AppState.looksLikeEmail(replyTo) {
             throw AdminFailure.invalid(FieldError("replyTo", "invalid_value", "must be an e-mail address"))
         }
+        let subject = try text("subject", required: name != "sms" && name != "clickThrough", max: 500)
+        // A subject is one header line: a CR or LF (or any control character) could smuggle headers.
+        guard !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw AdminFailure.invalid(FieldError("subject", "invalid_value", "must be one line without control characters"))
+        }
         let template = EmailTemplate(
-            subject: try text("subject", required: name != "sms" && name != "clickThrough", max: 500),
+            subject: subject,
             html: try text("html", required: true, max: 100_000), text: try text("text", required: false, max: 100_000),
             replyTo: replyTo, localeLinkText: try text("localeLinkText", required: false, max: 200))
         try await client.transaction(logger: logger) { db in

@@ -69,7 +69,10 @@ public struct DeliveryWorker: Service {
                 for _ in 0..<lanes {
                     group.addTask {
                         while !Task.isCancelled {
-                            let sent = (try? await deliverNext()) ?? false
+                            // Each message runs in a task of its own, so a graceful shutdown waits for
+                            // the one in flight (at most the provider deadline) instead of cancelling
+                            // it after the provider took it and before it is marked sent.
+                            let sent = (try? await Task { try await deliverNext() }.value) ?? false
                             if !sent { try? await Task.sleep(for: pollInterval) }
                         }
                     }

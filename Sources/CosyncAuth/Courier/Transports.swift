@@ -109,10 +109,8 @@ public struct SendGridTransport: EmailTransport {
         request.headers.add(name: "Authorization", value: "Bearer \(key)")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: try JSONCoding.encode(JSONValue.object(payload))))
-        let response = try await http.execute(request, timeout: .seconds(15))
-        _ = try? await response.body.collect(upTo: 64 * 1024)
-        guard (200..<300).contains(Int(response.status.code)) else {
-            let code = Int(response.status.code)
+        let code = try await ProviderCall.status(of: request, on: http)
+        guard (200..<300).contains(code) else {
             throw DeliveryError(description: "SendGrid answered HTTP \(code)", retryable: code == 429 || code >= 500)
         }
     }
@@ -159,11 +157,36 @@ public struct TwilioTransport: SMSTransport {
         request.headers.add(name: "Authorization", value: "Basic \(Data("\(sid):\(token)".utf8).base64EncodedString())")
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: Self.form([("To", message.to), ("From", from), ("Body", message.text)])))
-        let response = try await http.execute(request, timeout: .seconds(15))
-        _ = try? await response.body.collect(upTo: 64 * 1024)
-        guard (200..<300).contains(Int(response.status.code)) else {
-            let code = Int(response.status.code)
+        let code = try await ProviderCall.status(of: request, on: http)
+        guard (200..<300).contains(code) else {
             throw DeliveryError(description: "Twilio answered HTTP \(code)", retryable: code == 429 || code >= 500)
+        }
+    }
+}
+
+/// One provider call under one deadline. AsyncHTTPClient's `timeout` covers only the wait for the
+/// response head; a provider that then trickles its body would hold the send past the outbox lease
+/// (60 s) and the message would be claimed and sent again. So the whole call, body included, gets
+/// `deadline` (20 s), well inside the lease.
+enum ProviderCall {
+    static let deadline: Duration = .seconds(20)
+
+    /// The HTTP status of `request` (its body read and dropped), or a retryable `DeliveryError` when the
+    /// call does not finish within `deadline`.
+    static func status(of request: HTTPClientRequest, on http: HTTPClient) async throws -> Int {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                let response = try await http.execute(request, timeout: .seconds(15))
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                return Int(response.status.code)
+            }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                throw DeliveryError(description: "the provider did not answer within \(deadline)", retryable: true)
+            }
+            defer { group.cancelAll() }
+            guard let code = try await group.next() else { throw CancellationError() }
+            return code
         }
     }
 }

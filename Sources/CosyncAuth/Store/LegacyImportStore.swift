@@ -65,11 +65,12 @@ public enum LegacyImportStore {
             logger: logger)
     }
 
-    /// The legacy key pair as the active signing key (kept when already there).
+    /// The legacy key pair as the signing key of an app imported for the first time. An app that has
+    /// any key here keeps its keys: a re-import never revives a key rotated out or revoked on this
+    /// server (a legacy app never changed its key pair, so there is nothing newer to bring).
     public static func addImportedKey(_ db: PostgresConnection, ref: Int64, kid: String, publicKeyPEM: String, privateKeySealed: Data, logger: Logger) async throws {
-        let rows = try await db.query("SELECT 1 FROM app_keys WHERE kid = \(kid) AND app_ref = \(ref)", logger: logger)
+        let rows = try await db.query("SELECT 1 FROM app_keys WHERE app_ref = \(ref) LIMIT 1", logger: logger)
         for try await _ in rows { return }
-        try await db.query("UPDATE app_keys SET active = false, retires_at = now() WHERE app_ref = \(ref) AND active", logger: logger)
         try await db.query(
             """
             INSERT INTO app_keys (kid, app_ref, public_key_pem, private_key_sealed, active)
@@ -275,13 +276,15 @@ public enum LegacyImportStore {
             """
             INSERT INTO signups (id, app_ref, handle, password_hash, code_sealed, metadata, locale, status, expires_at, created_at, updated_at,
                                  legacy_id, legacy_fingerprint)
-            VALUES (\(id), \(appRef), \(handle), \(passwordHash), \(codeSealed), \(metadata)::jsonb, \(locale), \(status), \(expiresAt),
-                    \(createdAt), \(updatedAt), \(legacyId), \(fingerprint))
+            SELECT \(id), \(appRef), \(handle), \(passwordHash), \(codeSealed), \(metadata)::jsonb, \(locale), \(status), \(expiresAt),
+                    \(createdAt), \(updatedAt), \(legacyId), \(fingerprint)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM legacy_import_tombstones WHERE app_ref = \(appRef) AND collection = 'signups' AND legacy_id = \(legacyId))
             ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET handle = excluded.handle,
                 password_hash = excluded.password_hash, code_sealed = excluded.code_sealed, metadata = excluded.metadata,
                 locale = excluded.locale, status = excluded.status, expires_at = excluded.expires_at, created_at = excluded.created_at,
                 updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
-            WHERE signups.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            WHERE signups.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint AND signups.status = 'pending'
             """, logger: logger)
     }
 
@@ -294,13 +297,15 @@ public enum LegacyImportStore {
             """
             INSERT INTO invites (id, app_ref, handle, sender_handle, sender_user_id, code_sealed, metadata, locale, status, expires_at,
                                  created_at, updated_at, legacy_id, legacy_fingerprint)
-            VALUES (\(id), \(appRef), \(handle), \(senderHandle), \(senderUserId), \(codeSealed), \(metadata)::jsonb, \(locale), \(status),
-                    \(expiresAt), \(createdAt), \(updatedAt), \(legacyId), \(fingerprint))
+            SELECT \(id), \(appRef), \(handle), \(senderHandle), \(senderUserId), \(codeSealed), \(metadata)::jsonb, \(locale), \(status),
+                    \(expiresAt), \(createdAt), \(updatedAt), \(legacyId), \(fingerprint)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM legacy_import_tombstones WHERE app_ref = \(appRef) AND collection = 'invites' AND legacy_id = \(legacyId))
             ON CONFLICT (app_ref, legacy_id) WHERE legacy_id IS NOT NULL DO UPDATE SET handle = excluded.handle,
                 sender_handle = excluded.sender_handle, sender_user_id = excluded.sender_user_id, code_sealed = excluded.code_sealed,
                 metadata = excluded.metadata, locale = excluded.locale, status = excluded.status, expires_at = excluded.expires_at,
                 created_at = excluded.created_at, updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint
-            WHERE invites.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
+            WHERE invites.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint AND invites.status = 'pending'
             """, logger: logger)
     }
 
