@@ -62,24 +62,20 @@ ALTER TABLE reset_codes ADD COLUMN legacy_id text;
 CREATE UNIQUE INDEX reset_codes_app_legacy_id ON reset_codes (app_ref, legacy_id) WHERE legacy_id IS NOT NULL;
 
 -- legacy_state follows every import write (the only writer of legacy_fingerprint), and nothing else.
-CREATE FUNCTION legacy_user_state_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One trigger function for users and apps: plpgsql prepares it per table, so NEW has that table's type.
+CREATE FUNCTION legacy_state_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.legacy_fingerprint IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.legacy_fingerprint IS DISTINCT FROM OLD.legacy_fingerprint) THEN
-        NEW.legacy_state := legacy_user_state(NEW);
+        IF TG_TABLE_NAME = 'users' THEN
+            NEW.legacy_state := legacy_user_state(NEW);
+        ELSE
+            NEW.legacy_state := legacy_app_state(NEW);
+        END IF;
     END IF;
     RETURN NEW;
 END
 $$;
 CREATE TRIGGER users_legacy_state BEFORE INSERT OR UPDATE ON users
-    FOR EACH ROW EXECUTE FUNCTION legacy_user_state_stamp();
-
-CREATE FUNCTION legacy_app_state_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.legacy_fingerprint IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.legacy_fingerprint IS DISTINCT FROM OLD.legacy_fingerprint) THEN
-        NEW.legacy_state := legacy_app_state(NEW);
-    END IF;
-    RETURN NEW;
-END
-$$;
+    FOR EACH ROW EXECUTE FUNCTION legacy_state_stamp();
 CREATE TRIGGER apps_legacy_state BEFORE INSERT OR UPDATE ON apps
-    FOR EACH ROW EXECUTE FUNCTION legacy_app_state_stamp();
+    FOR EACH ROW EXECUTE FUNCTION legacy_state_stamp();
