@@ -27,7 +27,7 @@ pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP" "-c fsync=off"; pg_cr
 FAKE_PORT="$(pg_free_port 58432)"; MAILS="$TMP/mails.jsonl"; touch "$MAILS"
 python3 deploy/bench/fake_sendgrid.py "$FAKE_PORT" "$MAILS" & FAKE_PID=$!
 HTTP_PORT="$(pg_free_port 18480)"
-export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/crash?sslmode=disable" COSYNC_SQL_DIR="$ROOT/sql" PORT="$HTTP_PORT"
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/crash?sslmode=disable" PORT="$HTTP_PORT"
 export COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)" COSYNC_OPERATOR_TOKEN="cop_crash_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export COSYNC_EMAIL_TRANSPORT=sendgrid COSYNC_SENDGRID_API_KEY=SG.crash COSYNC_SENDGRID_BASE_URL="http://127.0.0.1:$FAKE_PORT"
 H="http://127.0.0.1:$HTTP_PORT"

@@ -26,7 +26,7 @@ mkdir -p "$SECRETS" && chmod 700 "$SECRETS"
 [ -s "$SECRETS/operator-token" ] || (umask 077; echo "cop_$(head -c 32 /dev/urandom | base64 | tr -d '=+/' )" > "$SECRETS/operator-token")
 export COSYNC_MASTER_KEY="$(cat "$SECRETS/master.key")"
 export COSYNC_OPERATOR_TOKEN="$(cat "$SECRETS/operator-token")"
-export PORT COSYNC_SQL_DIR="$ROOT/sql"
+export PORT
 
 echo "building ($BUILD)..." >&2
 swift build -c "$BUILD" --product cosyncauth >&2

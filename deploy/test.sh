@@ -22,7 +22,6 @@ pg_start "$TMP/data" "$PORT" "$TMP" "-c fsync=off -c synchronous_commit=off -c f
 pg_createdb "$PORT" cosyncauth_test
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/cosyncauth_test?sslmode=disable"
-export COSYNC_SQL_DIR="$ROOT/sql"
 echo "test database: $DATABASE_URL" >&2
 
 # The Python the tests run: zxing-cpp decodes the TOTP QR code, bcrypt and cryptography drive the
@@ -39,6 +38,8 @@ fi
 export COSYNC_TEST_PYTHON="$VENV/bin/python"
 export COSYNC_TEST_VENV="$VENV"
 
+# The binary embeds sql/: the generated source must match it (deploy/dev/embed-migrations.sh).
+bash "$ROOT/deploy/dev/embed-migrations.sh" --check
 swift build --build-tests
 # The fuzz step (deploy/fuzz/run.sh): the built server on a free port against its own database in this
 # cluster, >= 100,000 hostile end-user requests, then the admin fuzzer. COSYNC_SKIP_FUZZ=1 skips it

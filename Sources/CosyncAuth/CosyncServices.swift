@@ -15,6 +15,8 @@ public struct CosyncServices: Sendable {
     public let records: AppRecords
     public let flows: EndUserFlows
     public let logger: Logger
+    /// Draining and database reachability, for `/readyz` and the availability gate.
+    public let state: ServerState
 
     /// Applies migrations, loads (or creates) the server key and resolves the operator token. The
     /// client must already be running. `generatedOperatorToken` is set when this start created one.
@@ -38,7 +40,7 @@ public struct CosyncServices: Sendable {
         let services = CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
             operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher),
-            records: AppRecords(apps: apps), flows: flows, logger: logger)
+            records: AppRecords(apps: apps), flows: flows, logger: logger, state: ServerState())
         return (services, generated)
     }
 
@@ -53,9 +55,33 @@ public struct CosyncServices: Sendable {
             operatorFrom: configuration.emailFrom, pollInterval: pollInterval ?? configuration.courierPollInterval)
     }
 
-    /// True when the database answers and every known migration is applied.
-    public func isReady() async -> Bool {
-        guard let version = try? await migrator.appliedVersion(client, logger: logger) else { return false }
-        return version == migrator.latestVersion
+    /// The same services with a state of their own (a second "node" in one process, for tests).
+    public func withOwnState() -> CosyncServices {
+        CosyncServices(
+            client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys, operatorToken: operatorToken,
+            apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
     }
+
+    /// The probe that watches PostgreSQL for this node (and samples the pool and outbox metrics).
+    public func databaseMonitor() -> DatabaseMonitor {
+        DatabaseMonitor(database: configuration.database, client: client, state: state, logger: logger)
+    }
+
+    /// What `/readyz` answers: draining first, then the monitor's view of the database, then whether
+    /// every migration this binary knows is applied.
+    public func readiness() async -> ServerState.Readiness {
+        if state.isDraining { return .draining }
+        if !state.isDatabaseUp { return .databaseUnavailable }
+        do {
+            let version = try await withDeadline(.seconds(2)) { [migrator, client, logger] in
+                try await migrator.appliedVersion(client, logger: logger)
+            }
+            return version == migrator.latestVersion ? .ready : .migrationsPending
+        } catch {
+            return .databaseUnavailable
+        }
+    }
+
+    /// True when `readiness()` is `.ready`.
+    public func isReady() async -> Bool { await readiness() == .ready }
 }

@@ -6,13 +6,14 @@ import Logging
 import Metrics
 import PostgresNIO
 import Prometheus
+import ServiceLifecycle
 
 @main
 struct CosyncAuthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cosyncauth",
         abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, BenchBcrypt.self],
+        subcommands: [Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, DoctorCommand.self, BenchBcrypt.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -21,17 +22,18 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("database-url"), help: "PostgreSQL URL (env DATABASE_URL), e.g. postgres://user@127.0.0.1:5432/cosyncauth")
     var databaseURL: String?
 
-    @Option(name: .customLong("sql-dir"), help: "Folder of the NNNN_name.sql migrations (env COSYNC_SQL_DIR; default ./sql)")
+    @Option(name: .customLong("sql-dir"), help: "Read the NNNN_name.sql migrations from this folder instead of those built into the binary (env COSYNC_SQL_DIR; for development)")
     var sqlDir: String?
 
     func database() throws -> DatabaseURL {
         try ServerConfiguration.parseDatabaseURL(databaseURL ?? Environment.value("DATABASE_URL"))
     }
 
+    /// The migrations built into the binary, unless a folder is named.
     func migrator() throws -> Migrator {
-        let dir = Migrator.locateDirectory(explicit: sqlDir ?? Environment.value("COSYNC_SQL_DIR"))
+        guard let dir = sqlDir ?? Environment.value("COSYNC_SQL_DIR") else { return Migrator.builtIn() }
         do {
-            return try Migrator(directory: dir)
+            return try Migrator(directory: URL(fileURLWithPath: dir))
         } catch let failure as Migrator.Failure {
             throw ConfigurationError("COSYNC_SQL_DIR", failure.description)
         }
@@ -105,6 +107,7 @@ enum Failure {
 }
 
 func makeLogger(_ label: String) -> Logger {
+    LogSetup.bootstrapped
     var logger = Logger(label: label)
     let level = Environment.value("LOG_LEVEL").flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
     logger.logLevel = level
@@ -140,9 +143,14 @@ struct Serve: AsyncParsableCommand {
                 bcryptCost: try ServerConfiguration.parseBcryptCost(Environment.value("COSYNC_BCRYPT_COST")))
             try configuration.readDeliverySettings(ProcessInfo.processInfo.environment)
             let migrator = try db.migrator()
+            let drain = try ServerConfiguration.parseSeconds(
+                Environment.value("COSYNC_SHUTDOWN_DRAIN_SECONDS"), setting: "COSYNC_SHUTDOWN_DRAIN_SECONDS", default: 3, range: 0...300)
+            let shutdownLimit = try ServerConfiguration.parseSeconds(
+                Environment.value("COSYNC_SHUTDOWN_TIMEOUT_SECONDS"), setting: "COSYNC_SHUTDOWN_TIMEOUT_SECONDS", default: 20, range: 1...3600)
             let logger = makeLogger("cosyncauth")
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            let tracing = try TracingSetup.bootstrap(logger: logger)
             let settings = configuration
             try await withDatabase(settings.database, logger: logger, maxConnections: settings.databaseMaxConnections) { client in
                 let (services, generated) = try await CosyncServices.prepare(
@@ -151,22 +159,45 @@ struct Serve: AsyncParsableCommand {
                     print("operator token (shown once; only its hash is stored): \(generated)")
                 }
                 let app = buildApplication(services: services, metrics: registry, logger: logger)
-                try await app.runService()
+                // Shut down in reverse order: the drain gate first (readyz 503, keep serving for the
+                // drain delay), then the application (stop accepting, finish in-flight requests, stop
+                // the workers), the tracing exporter last (it flushes the final spans).
+                var order: [any Service] = tracing.map { [$0] } ?? []
+                order += [app, DrainGate(state: services.state, delay: .seconds(drain), logger: logger)]
+                var group = ServiceGroupConfiguration(
+                    services: order.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                group.maximumGracefulShutdownDuration = .seconds(drain + shutdownLimit)
+                group.maximumCancellationDuration = .seconds(5)
+                try await ServiceGroup(configuration: group).run()
             }
         }
     }
 }
 
 struct Migrate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply the sql/NNNN_*.sql migrations that are missing (idempotent).")
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the migrations that are missing (idempotent; safe from several nodes at once).",
+        discussion: "The migrations are built into the binary. A database at a newer schema version than the binary knows is refused.")
 
     @OptionGroup var db: DatabaseOptions
+
+    @Flag(name: .customLong("dry-run"), help: "List the migrations that would run, and change nothing.")
+    var dryRun = false
 
     func run() async throws {
         try await Failure.guarded {
             let database = try db.database()
             let migrator = try db.migrator()
             let logger = makeLogger("cosyncauth.migrate")
+            if dryRun {
+                let pending = try await withDatabase(database, logger: logger, maxConnections: 1) { client in
+                    try await migrator.pending(client, logger: logger)
+                }
+                if pending.isEmpty { print("database is up to date (version \(migrator.latestVersion)); nothing would run") }
+                for migration in pending { print("would apply \(String(format: "%04d", migration.version))_\(migration.name)") }
+                return
+            }
             let applied = try await withDatabase(database, logger: logger, maxConnections: 2) { client in
                 try await migrator.migrate(client, logger: logger)
             }

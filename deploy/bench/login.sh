@@ -26,7 +26,7 @@ trap cleanup EXIT
 PGPORT="$(pg_free_port 59432)"
 pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP"; pg_createdb "$PGPORT" bench
 HTTP_PORT="$(pg_free_port 18580)"; H="http://127.0.0.1:$HTTP_PORT"
-export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" COSYNC_SQL_DIR="$ROOT/sql" PORT="$HTTP_PORT"
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" PORT="$HTTP_PORT"
 export COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)" COSYNC_OPERATOR_TOKEN="cop_bench_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export COSYNC_BCRYPT_COST=10 LOG_LEVEL=warning
 

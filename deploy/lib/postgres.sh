@@ -53,7 +53,13 @@ pg_make_traversable() {
   done
 }
 
-pg_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# A port is free when nothing listens on it and no socket uses it as its local port (an outgoing
+# connection may hold it: the test ports lie in Linux's ephemeral range). `ss` when present.
+pg_port_free() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 1
+  if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]; then return 1; fi
+  return 0
+}
 
 # First free TCP port from $1 on (other clusters may hold the usual ones).
 pg_free_port() {

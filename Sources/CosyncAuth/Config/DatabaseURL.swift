@@ -51,6 +51,35 @@ public struct DatabaseURL: Sendable {
         var config = PostgresClient.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: tls)
         config.options.maximumConnections = maxConnections
+        config.options.additionalStartupParameters = [("application_name", applicationName)]
+        return config
+    }
+
+    /// Names this process's pool connections in `pg_stat_activity` (the pool metrics count them).
+    public var applicationName: String { Self.processApplicationName }
+
+    static let processApplicationName: String = {
+        let host = ProcessInfo.processInfo.hostName.prefix(32)
+        return "cosyncauth \(host) \(ProcessInfo.processInfo.processIdentifier)"
+    }()
+
+    /// A single connection's settings, outside the pool (the database monitor's probe).
+    public func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default:
+            if host == "127.0.0.1" || host == "localhost" || host == "::1" {
+                tls = .disable
+            } else {
+                tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        }
+        var config = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: tls)
+        config.options.connectTimeout = .seconds(2)
+        config.options.additionalStartupParameters = [("application_name", "\(applicationName) monitor")]
         return config
     }
 }

@@ -162,4 +162,13 @@ public struct ServerConfiguration: Sendable {
         }
         return cost
     }
+
+    /// A whole number of seconds within `range`, or `default` when unset.
+    public static func parseSeconds(_ value: String?, setting: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let value, !value.isEmpty else { return fallback }
+        guard let seconds = Int(value), range.contains(seconds) else {
+            throw ConfigurationError(setting, "must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return seconds
+    }
 }

@@ -216,6 +216,7 @@ public struct DeliveryWorker: Service {
                 attachment_data = CASE WHEN \(redact) THEN NULL ELSE attachment_data END
             WHERE id = \(message.id) AND status = 'sending' AND attempts = \(claimed.attempt)
             """, logger: logger)
+        Telemetry.deliveryFailure(channel: message.channel, final: final)
         logger.warning(
             "message delivery failed",
             metadata: ["id": "\(message.id)", "app": "\(message.appId)", "reason": "\(reason)", "final": "\(final)"])

@@ -39,7 +39,13 @@ public struct PasswordHasher: Sendable {
 
     public func hash(md5Hex: String) async throws -> String {
         let cost = UInt8(self.cost)
-        return try await pool.runIfActive { Bcrypt.hash(md5Hex, cost: cost) }
+        let pool = self.pool
+        return try await Telemetry.kdf("hash") { queued in
+            try await pool.runIfActive {
+                Telemetry.kdfStarted(queuedAt: queued)
+                return Bcrypt.hash(md5Hex, cost: cost)
+            }
+        }
     }
 
     /// The bcrypt costs a stored hash may have. Outside them a hash is never verified (cost 31 would
@@ -63,6 +69,12 @@ public struct PasswordHasher: Sendable {
     public func verify(md5Hex: String, hash: String) async throws -> Bool {
         guard let cost = Self.bcryptCost(hash), Self.acceptedCosts.contains(cost) else { return false }
         let stored = hash.hasPrefix("$2y$") ? "$2b$" + hash.dropFirst(4) : hash
-        return try await pool.runIfActive { Bcrypt.verify(md5Hex, hash: stored) }
+        let pool = self.pool
+        return try await Telemetry.kdf("verify") { queued in
+            try await pool.runIfActive {
+                Telemetry.kdfStarted(queuedAt: queued)
+                return Bcrypt.verify(md5Hex, hash: stored)
+            }
+        }
     }
 }

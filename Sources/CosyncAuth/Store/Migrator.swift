@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Applies `sql/NNNN_name.sql` files in order, each in its own transaction, recording them in
-/// `schema_migrations`. Safe to run from several nodes at once: a transaction-scoped advisory lock
-/// serialises them, and an applied version is skipped.
+/// Applies the numbered migrations (`sql/NNNN_name.sql`, embedded in the binary as
+/// `Migrator.embedded`) in order, each in its own transaction, recording them in `schema_migrations`.
+/// Safe to run from several nodes at once: a transaction-scoped advisory lock serialises them, and an
+/// applied version is skipped. A database already at a newer version than the binary knows is refused.
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Equatable {
         public let version: Int
@@ -17,6 +18,7 @@ public struct Migrator: Sendable {
         case badFileName(String)
         case duplicateVersion(Int)
         case failed(version: Int, name: String, reason: String)
+        case databaseNewer(database: Int, binary: Int)
         public var description: String {
             switch self {
             case .directoryMissing(let path):
@@ -24,6 +26,8 @@ public struct Migrator: Sendable {
             case .badFileName(let name): "migration file name \(name) must look like 0001_name.sql"
             case .duplicateVersion(let version): "two migration files have version \(version)"
             case .failed(let version, let name, let reason): "migration \(version) (\(name)) failed: \(reason)"
+            case .databaseNewer(let database, let binary):
+                "the database schema is at version \(database), newer than this binary knows (\(binary)): run a cosyncauth release that includes migration \(database), or restore a backup taken before the upgrade"
             }
         }
     }
@@ -32,7 +36,10 @@ public struct Migrator: Sendable {
 
     public init(migrations: [Migration]) { self.migrations = migrations.sorted { $0.version < $1.version } }
 
-    /// Reads every `NNNN_*.sql` file of a folder.
+    /// The migrations built into the binary.
+    public static func builtIn() -> Migrator { Migrator(migrations: embedded) }
+
+    /// Reads every `NNNN_*.sql` file of a folder (`COSYNC_SQL_DIR`, for development).
     public init(directory: URL) throws {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var found: [Migration] = []
@@ -47,22 +54,6 @@ public struct Migrator: Sendable {
         }
         guard !found.isEmpty else { throw Failure.directoryMissing(directory.path) }
         self.init(migrations: found)
-    }
-
-    /// Finds the `sql` folder: `COSYNC_SQL_DIR`, else `./sql`, else a `sql` folder above the executable
-    /// (a build inside the project folder).
-    public static func locateDirectory(explicit: String? = ProcessInfo.processInfo.environment["COSYNC_SQL_DIR"]) -> URL {
-        if let explicit, !explicit.isEmpty { return URL(fileURLWithPath: explicit) }
-        let fm = FileManager.default
-        let cwd = URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql")
-        if fm.fileExists(atPath: cwd.appendingPathComponent("0001_initial.sql").path) { return cwd }
-        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<6 {
-            let candidate = dir.appendingPathComponent("sql")
-            if fm.fileExists(atPath: candidate.appendingPathComponent("0001_initial.sql").path) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return cwd
     }
 
     /// 0x636f73796e63 = "cosync": one transaction-scoped advisory lock for every node migrating this
@@ -81,6 +72,7 @@ public struct Migrator: Sendable {
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """, logger: logger)
+            try await refuseNewerDatabase(connection, logger: logger)
         }
         var applied: [Int] = []
         for migration in migrations {
@@ -109,6 +101,31 @@ public struct Migrator: Sendable {
             }
         }
         return applied
+    }
+
+    /// Throws `databaseNewer` when the database holds a version above the newest this binary knows:
+    /// an older binary must not serve (or migrate) a schema written for a newer one.
+    func refuseNewerDatabase(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query("SELECT max(version) FROM schema_migrations", logger: logger)
+        for try await version in rows.decode(Int?.self) {
+            if let version, version > latestVersion { throw Failure.databaseNewer(database: version, binary: latestVersion) }
+        }
+    }
+
+    /// The migrations not yet applied to the database, without applying anything (`migrate --dry-run`).
+    /// Throws `databaseNewer` as `migrate` would.
+    public func pending(_ client: PostgresClient, logger: Logger) async throws -> [Migration] {
+        try await client.withConnection { connection in
+            let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
+            var hasTable = false
+            for try await flag in exists.decode(Bool.self) { hasTable = flag }
+            guard hasTable else { return migrations }
+            try await refuseNewerDatabase(connection, logger: logger)
+            let rows = try await connection.query("SELECT version FROM schema_migrations", logger: logger)
+            var applied = Set<Int>()
+            for try await version in rows.decode(Int.self) { applied.insert(version) }
+            return migrations.filter { !applied.contains($0.version) }
+        }
     }
 
     /// The newest version applied to the database, or nil when none is.

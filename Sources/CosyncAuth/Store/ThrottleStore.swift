@@ -35,9 +35,12 @@ enum ThrottleStore {
                     ELSE NULL END,
                 updated_at = now()
             WHERE t.locked_until IS NULL OR t.locked_until <= now()
-            RETURNING failures
+            RETURNING locked_until IS NOT NULL
             """, logger: logger)
-        for try await _ in rows { return true }
+        for try await lockedNow in rows.decode(Bool.self) {
+            if lockedNow { Telemetry.lockout(subject: subject) }
+            return true
+        }
         return false
     }
 

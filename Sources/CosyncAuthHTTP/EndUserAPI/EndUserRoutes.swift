@@ -21,7 +21,7 @@ struct EndUserRoutes {
     ]
 
     func register(on router: Router<ServerRequestContext>) {
-        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(flows: flows))
+        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(flows: flows)).add(middleware: FlowSpanMiddleware(prefix: ""))
         api.post("login", use: login)
         api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(appToken: $1, fields: $2) })
         api.post("signup", use: signup)

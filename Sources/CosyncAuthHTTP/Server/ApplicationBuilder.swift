@@ -6,14 +6,17 @@ import Prometheus
 /// Builds the HTTP application from its services. No globals: everything a route needs arrives here.
 public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
+    router.add(middleware: TracingMiddleware())
     router.add(middleware: MetricsMiddleware())
+    router.add(middleware: AccessLogMiddleware())
+    router.add(middleware: AvailabilityMiddleware(state: services.state))
     // Before any route is added: router middleware wraps only the routes registered after it.
     router.add(middleware: MethodNotAllowedMiddleware(operations: openAPIOperations()))
     OperationalRoutes(services: services, metrics: metrics).register(on: router)
     GetApplication(services: services).register(on: router)
     EndUserRoutes(services: services).register(on: router)
 
-    let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware())
+    let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "admin "))
     let document = OpenAPIDocument.document()
     admin.get("openapi.json") { _, _ in JSONBody.response(document) }
     AppRoutes(services: services).register(on: admin)
@@ -37,7 +40,8 @@ public func buildApplication(
         // "tunnel") is closed; without it such connections stayed open for ever (found by deploy/fuzz).
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
-        services: runDeliveryWorker ? [services.deliveryWorker(), LimitHousekeeping(client: services.client, logger: services.logger)] : [],
+        services: runDeliveryWorker
+            ? [services.databaseMonitor(), services.deliveryWorker(), LimitHousekeeping(client: services.client, logger: services.logger)] : [],
         logger: logger)
 }
 

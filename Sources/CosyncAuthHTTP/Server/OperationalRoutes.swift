@@ -10,9 +10,9 @@ struct OperationalRoutes {
     func register(on router: Router<ServerRequestContext>) {
         router.get("healthz") { _, _ in JSONBody.response(["status": .string("ok")]) }
         router.get("readyz") { _, _ in
-            let ready = await services.isReady()
+            let readiness = await services.readiness()
             return JSONBody.response(
-                ["status": .string(ready ? "ready" : "not_ready")], status: ready ? .ok : .serviceUnavailable)
+                ["status": .string(readiness.rawValue)], status: readiness == .ready ? .ok : .serviceUnavailable)
         }
         router.get("metrics") { _, _ in
             let text = metrics?.emitToString() ?? ""

@@ -37,12 +37,14 @@ struct LoginThrottle {
     /// True when the attempt may go ahead (and is now counted); false while any subject is locked.
     func reserve() async throws -> Bool {
         do {
-            try await flows.client.transaction(logger: flows.logger) { db in
-                for (subject, threshold) in subjects {
-                    guard try await ThrottleStore.reserve(
-                        db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
-                        maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
-                    else { throw Locked() }
+            try await Telemetry.sql("reserve attempt") {
+                try await flows.client.transaction(logger: flows.logger) { db in
+                    for (subject, threshold) in subjects {
+                        guard try await ThrottleStore.reserve(
+                            db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
+                            maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
+                        else { throw Locked() }
+                    }
                 }
             }
             return true
@@ -53,6 +55,10 @@ struct LoginThrottle {
 
     /// After a correct password (or when the password was not checked after all).
     func succeeded() async throws {
+        try await Telemetry.sql("release attempt") { try await released() }
+    }
+
+    private func released() async throws {
         try await flows.client.withConnection { db in
             for (index, (subject, threshold)) in subjects.enumerated() {
                 if index == 0 {

@@ -15,8 +15,10 @@ extension EndUserFlows {
         // (a throttle subject that long would not fit its index).
         guard handle.count <= 254 else { throw EndUserError.invalidCredentials }
 
-        let found = try await client.withConnection {
-            try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
+        let found = try await Telemetry.sql("select user") {
+            try await client.withConnection {
+                try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
+            }
         }
         if found == nil, app.settings.signupFlow != .none, try await client.withConnection({
             try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
@@ -26,10 +28,12 @@ extension EndUserFlows {
         // Failures of one account are counted under its handle, whichever identifier was typed.
         let throttle = LoginThrottle(flows: self, app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
         guard try await throttle.reserve() else {
+            Telemetry.login("locked", appId: app.appId)
             await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
             throw EndUserError.invalidCredentials
         }
         guard let user = found else {
+            Telemetry.login("unknown_account", appId: app.appId)
             await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("unknown account")])
             throw EndUserError.invalidCredentials
         }
@@ -37,14 +41,22 @@ extension EndUserFlows {
             try requireActiveUser(user)
         } catch {
             try await throttle.succeeded()  // the password was not checked: give the attempt back
+            Telemetry.login("not_active", appId: app.appId)
             throw error
         }
         guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
+            Telemetry.login("wrong_password", appId: app.appId)
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
         try await throttle.succeeded()
-        return try await completeFirstFactor(app: app, user: user)
+        let outcome = try await completeFirstFactor(app: app, user: user)
+        if case .secondFactor = outcome {
+            Telemetry.login("second_factor", appId: app.appId)
+        } else {
+            Telemetry.login("success", appId: app.appId)
+        }
+        return outcome
     }
 
     /// After the password: either a second factor (§6.3) or the tokens. A second factor opens a
@@ -60,9 +72,11 @@ extension EndUserFlows {
             return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil)
         }
         let issued = try await issueTokens(app: app, user: user)
-        try await client.withConnection { db in
-            try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
-            try await audit(db, app: app, handle: user.handle, action: "login")
+        try await Telemetry.sql("update last login") {
+            try await client.withConnection { db in
+                try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "login")
+            }
         }
         return .tokens(issued)
     }
