@@ -73,7 +73,7 @@ public struct CosyncServices: Sendable {
         if state.isDraining { return .draining }
         if !state.isDatabaseUp { return .databaseUnavailable }
         do {
-            let version = try await withDeadline(.seconds(2)) { [migrator, client, logger] in
+            let version = try await withDeadline(.seconds(1)) { [migrator, client, logger] in
                 try await migrator.appliedVersion(client, logger: logger)
             }
             return version == migrator.latestVersion ? .ready : .migrationsPending

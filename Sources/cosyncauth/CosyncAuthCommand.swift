@@ -168,7 +168,7 @@ struct Serve: AsyncParsableCommand {
                     services: order.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 group.maximumGracefulShutdownDuration = .seconds(drain + shutdownLimit)
-                group.maximumCancellationDuration = .seconds(5)
+                group.maximumCancellationDuration = .seconds(10)
                 try await ServiceGroup(configuration: group).run()
             }
         }

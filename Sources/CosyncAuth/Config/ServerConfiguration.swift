@@ -31,6 +31,9 @@ public struct ServerConfiguration: Sendable {
     public var social = SocialProviders()
     /// How often an idle delivery worker looks for due outbox rows.
     public var courierPollInterval: Duration = .milliseconds(500)
+    /// The longest a request may take before it is answered 503 (`COSYNC_REQUEST_TIMEOUT_SECONDS`,
+    /// default 15): a request caught by a database failure never hangs its client.
+    public var requestTimeout: Duration = .seconds(15)
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -147,6 +150,7 @@ public struct ServerConfiguration: Sendable {
         }
         if let proxies = value("COSYNC_TRUSTED_PROXIES") { trustedProxies = try TrustedProxies.parse(proxies) }
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
+        if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
         if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }

@@ -62,19 +62,26 @@ public struct DeliveryWorker: Service {
     /// them: it is where a developer reads the code.
     static let redactedAfterDelivery: Set<String> = ["signUp", "signUpLink", "invite", "resetPassword", "sms", "qrCode"]
     static let redactedBody = "[redacted after delivery]"
+    /// How long a shutdown waits for the message in flight: the provider deadline (20 s) plus the mark.
+    static let inFlightLimit: Duration = .seconds(22)
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<lanes {
-                    group.addTask {
-                        while !Task.isCancelled {
-                            // Each message runs in a task of its own, so a graceful shutdown waits for
-                            // the one in flight (at most the provider deadline) instead of cancelling
-                            // it after the provider took it and before it is marked sent.
-                            let sent = (try? await Task { try await deliverNext() }.value) ?? false
-                            if !sent { try? await Task.sleep(for: pollInterval) }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<lanes {
+                group.addTask {
+                    while !Task.isCancelled, !Task.isShuttingDownGracefully {
+                        // A graceful shutdown cancels the claim (which may be waiting for a connection
+                        // while PostgreSQL is unreachable) and the idle sleep, but not a message in
+                        // flight: its send and mark run in a task of their own, and the lane waits for
+                        // it, at most `inFlightLimit` (if the mark cannot be written, the lease runs
+                        // out and another node sends the message again).
+                        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
+                        guard let claimed = claimed ?? nil else {
+                            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
+                            continue
                         }
+                        let inFlight = Task { try await deliver(claimed) }
+                        _ = try? await withDeadline(Self.inFlightLimit) { try await inFlight.value }
                     }
                 }
             }

@@ -136,15 +136,18 @@ extension Duration {
     }
 }
 
-struct DeadlineExceeded: Error, CustomStringConvertible {
-    var description: String { "timed out" }
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public var description: String { "timed out" }
 }
 
-/// Runs `body`, throwing `DeadlineExceeded` when it takes longer than `limit`. The body runs in an
-/// unstructured task so that a call that ignores cancellation (a connect to a silent host) cannot
-/// hold the caller past the deadline; it is cancelled when the deadline passes.
+/// Runs `body`, throwing `DeadlineExceeded` when it takes longer than `limit`, or `CancellationError`
+/// as soon as the caller is cancelled. The body runs in an unstructured task so that a call that
+/// ignores cancellation (a connect to a silent host) cannot hold the caller; it is cancelled when the
+/// deadline passes or the caller is cancelled.
 @discardableResult
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @Sendable @escaping () async throws -> T) async throws -> T {
+public func withDeadline<T: Sendable>(
+    _ limit: Duration, abandonWhen: (@Sendable () -> (any Error)?)? = nil, _ body: @Sendable @escaping () async throws -> T
+) async throws -> T {
     let work = Task { try await body() }
     let waiting = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
     let take: @Sendable () -> CheckedContinuation<T, any Error>? = {
@@ -153,17 +156,38 @@ func withDeadline<T: Sendable>(_ limit: Duration, _ body: @Sendable @escaping ()
             return value
         }
     }
-    return try await withCheckedThrowingContinuation { continuation in
-        waiting.withLockedValue { $0 = continuation }
-        let timer = Task {
-            guard (try? await Task.sleep(for: limit)) != nil else { return }
-            work.cancel()
-            take()?.resume(throwing: DeadlineExceeded())
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            waiting.withLockedValue { $0 = continuation }
+            if Task.isCancelled {
+                work.cancel()
+                take()?.resume(throwing: CancellationError())
+            }
+            let timer = Task {
+                // With `abandonWhen`, the wait is also given up as soon as it returns an error
+                // (checked every 250 ms): a request waiting on a database that just went away.
+                let end = ContinuousClock.now + limit
+                while ContinuousClock.now < end {
+                    let step = min(end - ContinuousClock.now, abandonWhen == nil ? limit : .milliseconds(250))
+                    guard (try? await Task.sleep(for: step)) != nil else { return }
+                    if let reason = abandonWhen?() {
+                        work.cancel()
+                        take()?.resume(throwing: reason)
+                        return
+                    }
+                }
+                work.cancel()
+                take()?.resume(throwing: DeadlineExceeded())
+            }
+            Task {
+                let result = await work.result
+                timer.cancel()
+                take()?.resume(with: result)
+            }
         }
-        Task {
-            let result = await work.result
-            timer.cancel()
-            take()?.resume(with: result)
-        }
+    } onCancel: {
+        // The caller gives up at once; `body` is cancelled (a task it only awaits is not).
+        work.cancel()
+        take()?.resume(throwing: CancellationError())
     }
 }

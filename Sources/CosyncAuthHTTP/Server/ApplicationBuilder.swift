@@ -27,7 +27,9 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
 
 /// The router behind the path normalizer: what the server runs.
 public func buildResponder(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> PathNormalizingBuilder {
-    PathNormalizingBuilder(router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names)
+    PathNormalizingBuilder(
+        router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names,
+        timeout: services.configuration.requestTimeout, state: services.state)
 }
 
 public func buildApplication(

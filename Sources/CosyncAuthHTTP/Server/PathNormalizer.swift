@@ -10,8 +10,34 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     let inner: Inner
     /// lower-cased endpoint name → the name as routed.
     let endUserNames: [String: String]
+    /// Every request is answered within this (503 after it): a request caught by a database failure
+    /// (a query on a connection that PostgreSQL dropped may never complete) must not hang its client.
+    let timeout: Duration?
+    /// A request still running when the database monitor declares PostgreSQL down is answered 503 at
+    /// once rather than at the timeout.
+    let state: ServerState?
+
+    struct DatabaseWentAway: Error {}
 
     public func respond(to request: Request, context: Context) async throws -> Response {
+        guard let timeout else { return try await route(request, context: context) }
+        let state = self.state
+        let abandon: @Sendable () -> (any Error)? = { state?.isDatabaseUp == false ? DatabaseWentAway() : nil }
+        do {
+            return try await withDeadline(timeout, abandonWhen: abandon) { [self] in try await route(request, context: context) }
+        } catch is DatabaseWentAway {
+            return JSONBody.response(
+                ["code": .int(503), "message": .string("database unavailable; try again shortly")],
+                status: .serviceUnavailable, headers: [.retryAfter: "2"])
+        } catch is DeadlineExceeded {
+            context.logger.error("request timed out", metadata: ["limit": "\(timeout)"])
+            return JSONBody.response(
+                ["code": .int(503), "message": .string("the request took too long; try again shortly")],
+                status: .serviceUnavailable, headers: [.retryAfter: "2"])
+        }
+    }
+
+    func route(_ request: Request, context: Context) async throws -> Response {
         let raw = request.head.path ?? "/"
         let (path, query) = Self.split(raw)
         var normalized = Self.collapse(path)
@@ -54,10 +80,12 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
 public struct PathNormalizingBuilder: HTTPResponderBuilder {
     let router: Router<ServerRequestContext>
     let endUserNames: [String]
+    var timeout: Duration? = nil
+    var state: ServerState? = nil
 
     public func buildResponder() -> PathNormalizingResponder<RouterResponder<ServerRequestContext>> {
         PathNormalizingResponder(
             inner: router.buildResponder(),
-            endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }))
+            endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), timeout: timeout, state: state)
     }
 }
