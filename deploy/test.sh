@@ -52,7 +52,7 @@ fi
 # and the 3-node fault test (nginx in front; a node killed, PostgreSQL restarted). Each starts its own
 # PostgreSQL cluster and servers. COSYNC_SKIP_OPS=1 skips them (quick --filter runs; CI runs them).
 if [ "${COSYNC_SKIP_OPS:-0}" != "1" ]; then
-  bash "$ROOT/deploy/validate/run.sh"
+  bash "$ROOT/deploy/validate/run.sh" --self-test
   BIN="$(swift build --show-bin-path)/cosyncauth" bash "$ROOT/deploy/ops/run.sh"
   BIN="$(swift build --show-bin-path)/cosyncauth" bash "$ROOT/deploy/multinode/run.sh"
 fi

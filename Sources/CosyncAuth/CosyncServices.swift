@@ -76,7 +76,9 @@ public struct CosyncServices: Sendable {
             let version = try await withDeadline(.seconds(1)) { [migrator, client, logger] in
                 try await migrator.appliedVersion(client, logger: logger)
             }
-            return version == migrator.latestVersion ? .ready : .migrationsPending
+            // A newer release may already have migrated further (a rolling upgrade): this node keeps
+            // serving; only a database behind the binary is not ready.
+            return (version ?? 0) >= migrator.latestVersion ? .ready : .migrationsPending
         } catch {
             return .databaseUnavailable
         }

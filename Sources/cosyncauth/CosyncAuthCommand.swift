@@ -70,7 +70,7 @@ func withDatabase<T: Sendable>(
         // Let the pool start before the first query (avoids PostgresNIO's "run() not called" warning).
         try await Task.sleep(for: .milliseconds(20))
         do {
-            try await client.query("SELECT 1", logger: logger)
+            try await withDeadline(.seconds(15)) { try await client.query("SELECT 1", logger: logger); return true }
         } catch {
             throw ConfigurationError(
                 "DATABASE_URL", "cannot connect to PostgreSQL at \(database.host):\(database.port)/\(database.database) (\(Failure.summary(error)))")

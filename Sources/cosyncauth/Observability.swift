@@ -55,7 +55,8 @@ struct JSONLogHandler: LogHandler {
         }
         guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         data.append(0x0a)
-        FileHandle.standardError.write(data)
+        // A full disk or a closed stderr must not stop the server (FileHandle.write(_:) traps on errors).
+        try? FileHandle.standardError.write(contentsOf: data)
     }
 
     static func plain(_ value: Logger.Metadata.Value) -> Any {

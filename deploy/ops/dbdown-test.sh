@@ -10,8 +10,12 @@ START="$(date +%s.%N)"
 ops_init dbdown
 ops_start_pg dbdown
 ops_server_env dbdown
-ops_start_server "$TMP/server.log"
+# Requests bounded at 5 s here (default 15), so a request stuck on a dropped connection shows as a 503.
+ops_start_server "$TMP/server.log" COSYNC_REQUEST_TIMEOUT_SECONDS=5
 ops_create_app "DbDown" >/dev/null
+# The cluster runs with synchronous_commit=off (fast tests), so an immediate stop may lose the last
+# commits; make the app durable first: the test is about the server, not about those settings.
+ops_psql dbdown "CHECKPOINT" >/dev/null
 REPLY="$(ops_get_application)"
 [ "$(ops_status_of "$REPLY")" = 200 ] || { echo "getApplication failed: $REPLY"; exit 1; }
 
@@ -46,13 +50,21 @@ ops_check "readyz says database_unavailable" [ "$READY" = '{"status":"database_u
 
 pg_start "$TMP/data" "$PGPORT" "$TMP" "-c fsync=off -c synchronous_commit=off"
 UP_AT="$(date +%s.%N)"
-OK=""
-for _ in $(seq 1 100); do
-  if [ "$(ops_status_of "$(ops_get_application)")" = 200 ]; then OK=yes; break; fi
+# PostgresNIO reconnects with its own backoff (100 ms x 1.25^n), so the first seconds after a restart
+# may still fail; every attempt must be answered within the request bound, and the node must serve
+# again by itself.
+OK=""; SLOWEST=0; TRIES=0
+for _ in $(seq 1 300); do
+  TRIES=$((TRIES + 1))
+  R="$(timed "$BASE/api/appuser/getApplication" -H "app-token: $APP_TOKEN")"
+  SLOWEST="$(awk -v a="$SLOWEST" -v r="$R" 'BEGIN { split(r, x, " "); print (x[2] > a ? x[2] : a) }')"
+  if [ "${R%% *}" = 200 ]; then OK=yes; break; fi
+  [ "$(ops_elapsed "$UP_AT" | cut -d. -f1)" -lt 30 ] || break
   sleep 0.1
 done
-echo "serving again $(ops_elapsed "$UP_AT") s after PostgreSQL restarted"
-ops_check "the server reconnects by itself and serves again" [ -n "$OK" ]
+echo "serving again $(ops_elapsed "$UP_AT") s after PostgreSQL restarted ($TRIES requests, slowest answer $SLOWEST s)"
+ops_check "the server reconnects by itself and serves again (within 30 s)" [ -n "$OK" ]
+ops_check "no request waited past the 5 s request bound while it reconnected" awk -v t="$SLOWEST" 'BEGIN { exit !(t < 6) }'
 
 pg_stop "$TMP/data" immediate
 sleep 3

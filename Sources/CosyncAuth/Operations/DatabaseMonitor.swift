@@ -52,6 +52,7 @@ public struct DatabaseMonitor: Service {
         let probe = Timer(label: "cosync_db_probe_seconds", preferredDisplayUnit: .seconds)
         var connection: PostgresConnection?
         var failures = 0
+        var probeConnectionFailing = false
         while !Task.isCancelled {
             let started = ContinuousClock.now
             do {
@@ -69,10 +70,26 @@ public struct DatabaseMonitor: Service {
                     }
                 }
                 failures = 0
+                probeConnectionFailing = false
             } catch {
-                failures += 1
                 try? await connection?.close()
                 connection = nil
+                // The probe's own connection may fail while the pool's are fine (PostgreSQL at
+                // max_connections): ask the pool before counting a failure.
+                let poolAnswers = (try? await withDeadline(.seconds(1)) { [client, logger] in
+                    try await client.query("SELECT 1", logger: logger)
+                    return true
+                }) ?? false
+                if poolAnswers {
+                    if !probeConnectionFailing {
+                        logger.warning("database probe connection failed, the pool still answers", metadata: ["reason": "\(describeForOperator(error))"])
+                    }
+                    probeConnectionFailing = true
+                    failures = 0
+                } else {
+                    failures += 1
+                    if failures == 1 { logger.warning("database probe failed", metadata: ["reason": "\(describeForOperator(error))"]) }
+                }
             }
             probe.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
             // Two failed probes in a row (1-3 s) mark the database down; one success marks it up.
@@ -160,8 +177,8 @@ public func withDeadline<T: Sendable>(
         try await withCheckedThrowingContinuation { continuation in
             waiting.withLockedValue { $0 = continuation }
             if Task.isCancelled {
-                work.cancel()
                 take()?.resume(throwing: CancellationError())
+                work.cancel()
             }
             let timer = Task {
                 // With `abandonWhen`, the wait is also given up as soon as it returns an error
@@ -171,13 +188,14 @@ public func withDeadline<T: Sendable>(
                     let step = min(end - ContinuousClock.now, abandonWhen == nil ? limit : .milliseconds(250))
                     guard (try? await Task.sleep(for: step)) != nil else { return }
                     if let reason = abandonWhen?() {
-                        work.cancel()
                         take()?.resume(throwing: reason)
+                        work.cancel()
                         return
                     }
                 }
-                work.cancel()
+                // Answer first, then cancel: a body that fails fast on cancellation must not win.
                 take()?.resume(throwing: DeadlineExceeded())
+                work.cancel()
             }
             Task {
                 let result = await work.result
@@ -187,7 +205,7 @@ public func withDeadline<T: Sendable>(
         }
     } onCancel: {
         // The caller gives up at once; `body` is cancelled (a task it only awaits is not).
-        work.cancel()
         take()?.resume(throwing: CancellationError())
+        work.cancel()
     }
 }

@@ -6,7 +6,11 @@ import Prometheus
 /// Builds the HTTP application from its services. No globals: everything a route needs arrives here.
 public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
-    router.add(middleware: TracingMiddleware())
+    // Query strings carry codes and tokens (the e-mailed completeSignup link, getApplication?appToken=):
+    // spans record their keys only.
+    router.add(middleware: TracingMiddleware(redactingQueryParameters: [
+        "code", "appToken", "app-token", "handle", "token", "accessToken", "access-token", "password", "userName", "cursor",
+    ]))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: AvailabilityMiddleware(state: services.state))

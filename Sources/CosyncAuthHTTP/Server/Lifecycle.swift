@@ -79,7 +79,9 @@ struct AccessLogMiddleware: RouterMiddleware {
             "status": .stringConvertible(status),
             "duration_ms": .string(String(format: "%.1f", Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)),
         ]
-        if let appId = context.parameters.get("appId") ?? (status == 200 ? Self.provenAppId(request.headers) : nil),
+        let route = context.endpointPath ?? ""
+        let proven = status == 200 && route.hasPrefix("/api/appuser/") ? Self.provenAppId(request.headers) : nil
+        if let appId = (status < 400 ? context.parameters.get("appId") : nil) ?? proven,
             Self.isPlainId(appId)
         {
             metadata["app_id"] = .string(appId)

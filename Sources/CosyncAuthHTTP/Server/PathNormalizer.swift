@@ -1,5 +1,6 @@
 import CosyncAuth
 import Hummingbird
+import Metrics
 
 /// Runs before routing (enduser-api.md §1.1): collapses runs of `/` (the SDKs send
 /// `//api/appuser/setTwoFactor…`, and base URLs may end in `/`), ignores one trailing `/`, and matches
@@ -26,11 +27,13 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
         do {
             return try await withDeadline(timeout, abandonWhen: abandon) { [self] in try await route(request, context: context) }
         } catch is DatabaseWentAway {
+            Counter(label: "cosync_requests_abandoned_total", dimensions: [("reason", "database_unavailable")]).increment()
             return JSONBody.response(
                 ["code": .int(503), "message": .string("database unavailable; try again shortly")],
                 status: .serviceUnavailable, headers: [.retryAfter: "2"])
         } catch is DeadlineExceeded {
-            context.logger.error("request timed out", metadata: ["limit": "\(timeout)"])
+            Counter(label: "cosync_requests_abandoned_total", dimensions: [("reason", "timeout")]).increment()
+            context.logger.error("request timed out: answered 503; its handler may still finish", metadata: ["limit": "\(timeout)"])
             return JSONBody.response(
                 ["code": .int(503), "message": .string("the request took too long; try again shortly")],
                 status: .serviceUnavailable, headers: [.retryAfter: "2"])
