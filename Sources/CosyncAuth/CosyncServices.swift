@@ -83,7 +83,4 @@ public struct CosyncServices: Sendable {
             return .databaseUnavailable
         }
     }
-
-    /// True when `readiness()` is `.ready`.
-    public func isReady() async -> Bool { await readiness() == .ready }
 }

@@ -143,10 +143,6 @@ struct Serve: AsyncParsableCommand {
                 bcryptCost: try ServerConfiguration.parseBcryptCost(Environment.value("COSYNC_BCRYPT_COST")))
             try configuration.readDeliverySettings(ProcessInfo.processInfo.environment)
             let migrator = try db.migrator()
-            let drain = try ServerConfiguration.parseSeconds(
-                Environment.value("COSYNC_SHUTDOWN_DRAIN_SECONDS"), setting: "COSYNC_SHUTDOWN_DRAIN_SECONDS", default: 3, range: 0...300)
-            let shutdownLimit = try ServerConfiguration.parseSeconds(
-                Environment.value("COSYNC_SHUTDOWN_TIMEOUT_SECONDS"), setting: "COSYNC_SHUTDOWN_TIMEOUT_SECONDS", default: 20, range: 1...3600)
             let logger = makeLogger("cosyncauth")
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -163,11 +159,11 @@ struct Serve: AsyncParsableCommand {
                 // drain delay), then the application (stop accepting, finish in-flight requests, stop
                 // the workers), the tracing exporter last (it flushes the final spans).
                 var order: [any Service] = tracing.map { [$0] } ?? []
-                order += [app, DrainGate(state: services.state, delay: .seconds(drain), logger: logger)]
+                order += [app, DrainGate(state: services.state, delay: settings.shutdownDrain, logger: logger)]
                 var group = ServiceGroupConfiguration(
                     services: order.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                group.maximumGracefulShutdownDuration = .seconds(drain + shutdownLimit)
+                group.maximumGracefulShutdownDuration = settings.shutdownDrain + settings.shutdownTimeout
                 group.maximumCancellationDuration = .seconds(10)
                 try await ServiceGroup(configuration: group).run()
             }

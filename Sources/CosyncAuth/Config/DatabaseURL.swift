@@ -36,17 +36,18 @@ public struct DatabaseURL: Sendable {
         self.sslMode = mode
     }
 
+    /// `sslmode`, except that `prefer` (the default) on a loopback host means no TLS.
+    var effectiveSSLMode: String {
+        if sslMode == "prefer", ["127.0.0.1", "localhost", "::1"].contains(host) { return "disable" }
+        return sslMode
+    }
+
     public func clientConfiguration(maxConnections: Int = 20) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
-        switch sslMode {
+        switch effectiveSSLMode {
         case "disable": tls = .disable
         case "require": tls = .require(.makeClientConfiguration())
-        default:
-            if host == "127.0.0.1" || host == "localhost" || host == "::1" {
-                tls = .disable
-            } else {
-                tls = .prefer(.makeClientConfiguration())
-            }
+        default: tls = .prefer(.makeClientConfiguration())
         }
         var config = PostgresClient.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: tls)
@@ -66,15 +67,10 @@ public struct DatabaseURL: Sendable {
     /// A single connection's settings, outside the pool (the database monitor's probe).
     public func connectionConfiguration() throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
-        switch sslMode {
+        switch effectiveSSLMode {
         case "disable": tls = .disable
         case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        default:
-            if host == "127.0.0.1" || host == "localhost" || host == "::1" {
-                tls = .disable
-            } else {
-                tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            }
+        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
         var config = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: tls)

@@ -34,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     /// The longest a request may take before it is answered 503 (`COSYNC_REQUEST_TIMEOUT_SECONDS`,
     /// default 15): a request caught by a database failure never hangs its client.
     public var requestTimeout: Duration = .seconds(15)
+    /// On SIGTERM/SIGINT: how long `/readyz` answers 503 while the node keeps serving
+    /// (`COSYNC_SHUTDOWN_DRAIN_SECONDS`, default 3), then how long in-flight work may take
+    /// (`COSYNC_SHUTDOWN_TIMEOUT_SECONDS`, default 20).
+    public var shutdownDrain: Duration = .seconds(3)
+    public var shutdownTimeout: Duration = .seconds(20)
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -151,6 +156,8 @@ public struct ServerConfiguration: Sendable {
         if let proxies = value("COSYNC_TRUSTED_PROXIES") { trustedProxies = try TrustedProxies.parse(proxies) }
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
         if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
+        if let seconds = try number("COSYNC_SHUTDOWN_DRAIN_SECONDS", 0...300) { shutdownDrain = .seconds(seconds) }
+        if let seconds = try number("COSYNC_SHUTDOWN_TIMEOUT_SECONDS", 1...3600) { shutdownTimeout = .seconds(seconds) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }
         if let hours = try number("COSYNC_SIGNUP_CODE_HOURS", 1...720) { flows.signupCodeLifetime = hours * 3600 }
         if let hours = try number("COSYNC_INVITE_CODE_HOURS", 1...8760) { flows.inviteCodeLifetime = hours * 3600 }
@@ -165,14 +172,5 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError("COSYNC_BCRYPT_COST", "must be a number from 4 to 16")
         }
         return cost
-    }
-
-    /// A whole number of seconds within `range`, or `default` when unset.
-    public static func parseSeconds(_ value: String?, setting: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let value, !value.isEmpty else { return fallback }
-        guard let seconds = Int(value), range.contains(seconds) else {
-            throw ConfigurationError(setting, "must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return seconds
     }
 }

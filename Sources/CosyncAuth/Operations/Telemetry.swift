@@ -54,9 +54,7 @@ public enum Telemetry {
     }
 
     static func kdfStarted(queuedAt: ContinuousClock.Instant) {
-        let waited = ContinuousClock.now - queuedAt
-        Timer(label: "cosync_kdf_wait_seconds", preferredDisplayUnit: .seconds).recordNanoseconds(
-            max(0, waited.components.seconds * 1_000_000_000 + waited.components.attoseconds / 1_000_000_000))
+        Timer(label: "cosync_kdf_wait_seconds", preferredDisplayUnit: .seconds).recordNanoseconds((ContinuousClock.now - queuedAt).nanoseconds)
     }
 
     // MARK: SQL spans

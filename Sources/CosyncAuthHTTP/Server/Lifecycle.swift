@@ -38,12 +38,16 @@ struct AvailabilityMiddleware: RouterMiddleware {
     let state: ServerState
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if !state.isDatabaseUp, Self.needsDatabase(request.uri.path) {
-            return JSONBody.response(
-                ["code": .int(503), "message": .string("database unavailable; try again shortly")],
-                status: .serviceUnavailable, headers: [.retryAfter: "2"])
-        }
+        if !state.isDatabaseUp, Self.needsDatabase(request.uri.path) { return Self.databaseUnavailable() }
         return try await next(request, context)
+    }
+
+    /// 503 `{"code":503,…}` with `Retry-After`: also the answer to a request that was waiting when the
+    /// database went away (`PathNormalizingResponder`).
+    static func databaseUnavailable() -> Response {
+        JSONBody.response(
+            ["code": .int(503), "message": .string("database unavailable; try again shortly")],
+            status: .serviceUnavailable, headers: [.retryAfter: "2"])
     }
 
     static func needsDatabase(_ path: String) -> Bool {
@@ -77,7 +81,7 @@ struct AccessLogMiddleware: RouterMiddleware {
             "method": .string(request.method.rawValue),
             "route": .string(context.endpointPath ?? "(no route)"),
             "status": .stringConvertible(status),
-            "duration_ms": .string(String(format: "%.1f", Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)),
+            "duration_ms": .string(String(format: "%.1f", Double(elapsed.nanoseconds) / 1e6)),
         ]
         let route = context.endpointPath ?? ""
         let proven = status == 200 && route.hasPrefix("/api/appuser/") ? Self.provenAppId(request.headers) : nil
@@ -93,14 +97,9 @@ struct AccessLogMiddleware: RouterMiddleware {
     /// succeeded: the server matched that exact token, so the claim is the app's own id.
     static func provenAppId(_ headers: HTTPFields) -> String? {
         for name in ["app-token", "access-token"] {
-            guard let token = headers.first(where: { $0.name.canonicalName == name })?.value else { continue }
-            let parts = token.split(separator: ".")
-            guard parts.count == 3, parts[1].count < 4096 else { continue }
-            var payload = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
-            guard let data = Data(base64Encoded: payload),
-                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                let appId = object["appId"] as? String
+            guard let token = headers.first(where: { $0.name.canonicalName == name })?.value,
+                let payload = token.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first, payload.count < 4096,
+                let appId = Base64URL.jwtPart(token, 1)?["appId"]?.stringValue
             else { continue }
             return appId
         }

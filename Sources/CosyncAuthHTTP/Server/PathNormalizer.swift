@@ -28,9 +28,7 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
             return try await withDeadline(timeout, abandonWhen: abandon) { [self] in try await route(request, context: context) }
         } catch is DatabaseWentAway {
             Counter(label: "cosync_requests_abandoned_total", dimensions: [("reason", "database_unavailable")]).increment()
-            return JSONBody.response(
-                ["code": .int(503), "message": .string("database unavailable; try again shortly")],
-                status: .serviceUnavailable, headers: [.retryAfter: "2"])
+            return AvailabilityMiddleware.databaseUnavailable()
         } catch is DeadlineExceeded {
             Counter(label: "cosync_requests_abandoned_total", dimensions: [("reason", "timeout")]).increment()
             context.logger.error("request timed out: answered 503; its handler may still finish", metadata: ["limit": "\(timeout)"])
