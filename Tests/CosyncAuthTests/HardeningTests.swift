@@ -207,6 +207,47 @@ struct HardeningTests {
         }
     }
 
+    @Test("a password check cancelled while queued for bcrypt (a request abandoned at its bound) gives its attempt back")
+    func cancelledCheckGivesBack() async throws {
+        let services = try await TestEnvironment.services()
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none"), "maxLoginAttempts": .int(10)])
+            let slow = Self.unique("slow"), victim = Self.unique("victim")
+            for handle in [slow, victim] {
+                #expect(try await sdk.post("/api/appuser/signup", [("handle", handle), ("password", SDK.md5("right"))]).status == .ok)
+            }
+            // Logins of `slow` verify a cost-13 hash: four of them hold every hashing thread for a while.
+            let heavy = try await PasswordHasher(cost: 13).hash(md5Hex: SDK.md5("right"))
+            try await TestEnvironment.sql("UPDATE users SET password_hash = \(heavy) WHERE handle = \(slow)")
+            let slowFields = Fields(["handle": slow, "password": SDK.md5("right")])
+            let blockers = (0..<4).map { index in
+                Task { try await services.flows.login(appToken: sdk.appToken, fields: slowFields, clientAddress: "192.0.2.\(110 + index)") }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let queued = Task {
+                try await services.flows.login(
+                    appToken: sdk.appToken, fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99")
+            }
+            try await Task.sleep(for: .milliseconds(600))
+            queued.cancel()
+            let outcome = await queued.result
+            for blocker in blockers { _ = try await blocker.value }
+            guard case .failure(let error) = outcome else {
+                Issue.record("the victim's check was not cancelled while queued (the blockers did not hold the pool)")
+                return
+            }
+            #expect(error is CancellationError, "\(error)")
+            let counted = try await TestEnvironment.value(
+                """
+                SELECT COALESCE(sum(failures), 0)::int FROM login_throttle
+                WHERE subject IN (\("login:\(victim)|192.0.2.99"), \("handle:\(victim)"), 'ip:192.0.2.99')
+                """, as: Int.self)
+            #expect(counted == 0, "a check that never ran counts no failure")
+            #expect(try await services.flows.login(
+                appToken: sdk.appToken, fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99") != nil)
+        }
+    }
+
     @Test("after the longest lock the count goes on (the doubling holds); IPv6 clients count per /64")
     func lockWindow() async throws {
         try await TestEnvironment.withLiveServer { api in

@@ -53,6 +53,32 @@ struct LoginThrottle {
         }
     }
 
+    /// The password check of a reserved attempt. Right: `succeeded()`. Wrong: the attempt stays
+    /// counted. A check that throws never reached a verdict (cancelled at the request bound while
+    /// queued for bcrypt, a database error): its reservation is given back, even from a cancelled
+    /// task, so an overloaded server cannot lock users out, and the error is rethrown.
+    func check(_ verify: () async throws -> Bool) async throws -> Bool {
+        let right: Bool
+        do {
+            right = try await verify()
+        } catch {
+            let throttle = self
+            await Task { _ = try? await withDeadline(.seconds(5)) { try await throttle.giveBack(); return true } }.value
+            throw error
+        }
+        if right { try await succeeded() }
+        return right
+    }
+
+    /// Takes this attempt's reservation back from every subject.
+    func giveBack() async throws {
+        try await flows.client.withConnection { db in
+            for (subject, threshold) in subjects {
+                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
+            }
+        }
+    }
+
     /// After a correct password (or when the password was not checked after all).
     func succeeded() async throws {
         try await Telemetry.sql("release attempt") { try await released() }

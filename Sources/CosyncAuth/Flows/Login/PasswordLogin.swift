@@ -44,12 +44,11 @@ extension EndUserFlows {
             Telemetry.login("not_active", appId: app.appId)
             throw error
         }
-        guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
+        guard PasswordHasher.isMD5Hex(password), try await throttle.check({ try await verifyPassword(password, user: user) }) else {
             Telemetry.login("wrong_password", appId: app.appId)
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
-        try await throttle.succeeded()
         let outcome = try await completeFirstFactor(app: app, user: user)
         if case .secondFactor = outcome {
             Telemetry.login("second_factor", appId: app.appId)

@@ -99,11 +99,10 @@ extension EndUserFlows {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("locked")])
                 throw EndUserError.invalidCredentials
             }
-            guard PasswordHasher.isMD5Hex(password), try await verifyPassword(password, user: user) else {
+            guard PasswordHasher.isMD5Hex(password), try await throttle.check({ try await verifyPassword(password, user: user) }) else {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("wrong password")])
                 throw EndUserError.invalidCredentials
             }
-            try await throttle.succeeded()
         } else if let socialToken {
             guard try await verifyOwnSocialToken(app: app, user: user, token: socialToken) else {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("invalid provider token")])

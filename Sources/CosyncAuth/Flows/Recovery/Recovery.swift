@@ -104,11 +104,10 @@ extension EndUserFlows {
             await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("locked")])
             throw EndUserError.invalidData
         }
-        guard try await verifyPassword(current, user: user) else {
+        guard try await throttle.check({ try await verifyPassword(current, user: user) }) else {
             await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidData
         }
-        try await throttle.succeeded()
         let hash = try await hasher.hash(md5Hex: md5)
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: false, logger: logger)
