@@ -33,7 +33,7 @@ if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography, schemath
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
   fi
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow schemathesis -r "$ROOT/deploy/legacy/requirements.txt"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow schemathesis==4.32.5 hypothesis==6.170.15 -r "$ROOT/deploy/legacy/requirements.txt"
 fi
 export COSYNC_TEST_PYTHON="$VENV/bin/python"
 export COSYNC_TEST_VENV="$VENV"

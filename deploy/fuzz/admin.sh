@@ -23,7 +23,7 @@ else
   VENV="$ROOT/.local/fuzz-venv"
   if [ ! -x "$VENV/bin/schemathesis" ]; then
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check schemathesis
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check schemathesis==4.32.5 hypothesis==6.170.15
   fi
 fi
 

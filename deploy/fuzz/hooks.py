@@ -8,6 +8,27 @@ keeps meaning "accepted". Nothing else in a generated request is changed.
 """
 import schemathesis
 
+# CPython 3.11 before 3.11.8 (gh-106905) can raise "SystemError: AST constructor recursion depth
+# mismatch" from ast.parse when it runs deep in a worker thread's stack. Hypothesis calls ast.parse
+# only to pretty-print a lambda for a strategy's repr, and schemathesis's coverage phase reports the
+# SystemError as a runtime error of the fuzz run (a failed CI run with Python 3.11.7, nothing to do
+# with the server). A lambda whose source cannot be parsed gets Hypothesis's own "unknown" description
+# instead; what is generated and sent does not change.
+try:
+    from hypothesis.internal import lambda_sources as _lambda_sources
+
+    _describe = _lambda_sources._lambda_description
+
+    def _lambda_description_tolerant(f, *args, **kwargs):
+        try:
+            return _describe(f, *args, **kwargs)
+        except (SystemError, RecursionError):
+            return "lambda *args, **kwargs: <unknown>"
+
+    _lambda_sources._lambda_description = _lambda_description_tolerant
+except (ImportError, AttributeError):  # another Hypothesis layout: nothing to patch
+    pass
+
 APP_PATHS = ("/admin/v1/apps", "/admin/v1/apps/{appId}")
 
 
