@@ -174,12 +174,18 @@ struct EndUserFlowTests {
             #expect(login.status == .ok)
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: oldAccess).object["code"] == .int(405), "reset revokes access tokens")
 
-            // changePassword: wrong current → 602; success revokes the current access token too.
+            // changePassword: wrong current → 602; success ends the user's other sessions and keeps the
+            // caller's (the shipped SDK cannot get a new token without asking the user to log in again).
             let access = login.object.string("access-token")
+            let otherDevice = try await sdk.login(handle, "new").object.string("access-token")
+            #expect(try await sdk.get("/api/appuser/getUser", accessToken: otherDevice).status == .ok)
             #expect(try await sdk.post("/api/appuser/changePassword", [("password", SDK.md5("nope")), ("newPassword", SDK.md5("newer"))], accessToken: access).object["code"] == .int(602))
             #expect(try await sdk.post("/api/appuser/changePassword", [("password", SDK.md5("new")), ("newPassword", SDK.md5("new"))], accessToken: access).object["code"] == .int(602))
             #expect(try await sdk.post("/api/appuser/changePassword", [("password", SDK.md5("new")), ("newPassword", SDK.md5("newer"))], accessToken: access).text == "true")
-            #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(405))
+            let after = try await sdk.get("/api/appuser/getUser", accessToken: access)
+            #expect(after.status == .ok && after.object["handle"] == .string(handle), "the caller's token lives on: \(after.text)")
+            #expect(try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], accessToken: access).text == "true")
+            #expect(try await sdk.get("/api/appuser/getUser", accessToken: otherDevice).object["code"] == .int(405), "the other device's session ended")
             #expect(try await sdk.login(handle, "newer").status == .ok)
         }
     }
@@ -222,7 +228,8 @@ struct EndUserFlowTests {
             #expect(try await sdk.post("/api/appuser/deleteAccount", [("handle", SDK.handle(Self.unique("x"))), ("password", SDK.md5("pw"))], accessToken: access).object["code"] == .int(600))
             #expect(try await sdk.post("/api/appuser/deleteAccount", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))], accessToken: access).text == "true")
             #expect(try await sdk.login(handle, "pw").object["code"] == .int(600))
-            #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(602))
+            // A deleted account's token answers 405, like every token that no longer authenticates.
+            #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(405))
             // The same handle signs up again: the old account's token does not open the new account.
             #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: access).object["code"] == .int(405))

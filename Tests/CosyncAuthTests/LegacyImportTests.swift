@@ -190,9 +190,12 @@ struct LegacyImportTests {
             await strangerKeys.add(rsa: try Insecure.RSA.PrivateKey(pem: try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation), digestAlgorithm: .sha256)
             let forged = try await strangerKeys.sign(Legacy(handle: "carol@example.com", appId: appB.string("appId"), scope: "user", iat: 1_650_000_000))
             #expect(code(try await b.get("/api/appuser/getUser", accessToken: forged)) == 405)
-            // A password change on this server ends it.
+            // A password change on this server keeps the caller's token and ends the user's other ones.
+            let otherDevice = try await legacyKeys.sign(Legacy(handle: "carol@example.com", appId: appB.string("appId"), scope: "user", iat: 1_650_000_500))
+            #expect(try await b.get("/api/appuser/getUser", accessToken: otherDevice).object["handle"] == .string("carol@example.com"))
             #expect(try await b.post("/api/appuser/changePassword", [("password", SDK.md5("Password1!")), ("newPassword", SDK.md5("Password2!"))], accessToken: old).text == "true")
-            #expect(code(try await b.get("/api/appuser/getUser", accessToken: old)) == 405)
+            #expect(try await b.get("/api/appuser/getUser", accessToken: old).object["handle"] == .string("carol@example.com"))
+            #expect(code(try await b.get("/api/appuser/getUser", accessToken: otherDevice)) == 405)
         }
     }
 

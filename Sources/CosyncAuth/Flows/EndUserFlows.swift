@@ -84,40 +84,65 @@ public struct EndUserFlows: Sendable {
         return app
     }
 
-    /// The user of an access token. Invalid, expired or revoked (token version moved on) →
-    /// `invalidAccessToken`; the app gone → `appNotFound`; the user gone → `whenNoUser`.
-    public func session(accessToken: String?, whenMissing: EndUserError, whenNoUser: EndUserError = .invalidData) async throws -> (AppRow, User) {
+    /// The user of an access token (see `caller`).
+    public func session(accessToken: String?, whenMissing: EndUserError) async throws -> (AppRow, User) {
+        let caller = try await caller(accessToken: accessToken, whenMissing: whenMissing)
+        return (caller.app, caller.user)
+    }
+
+    /// The caller of an access token. One rule for every token that no longer authenticates: invalid,
+    /// expired, its session ended, its user deleted or its token version moved on, the answer is
+    /// `invalidAccessToken` (405); the app gone → `appNotFound`.
+    ///
+    /// A token with a session (`sid`) is checked in one query that loads the user together with its
+    /// live session. A token without one (issued before sessions existed) is judged by the user's token
+    /// version, or by `keptTokenHash` when a changePassword kept it alive.
+    public func caller(accessToken: String?, whenMissing: EndUserError) async throws -> AuthenticatedCaller {
         guard let accessToken, !accessToken.isEmpty else { throw whenMissing }
+        let tokenHash = Secrets.sha256(accessToken)
         guard let claims = await tokens.verifyAccessToken(accessToken) else {
-            return try await legacySession(accessToken: accessToken, whenNoUser: whenNoUser)
+            return try await legacyCaller(accessToken: accessToken, tokenHash: tokenHash)
         }
         guard AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
         else { throw EndUserError.appNotFound }
+        guard let userId = UUID(uuidString: claims.uid) else { throw EndUserError.invalidAccessToken }
+        if let sid = claims.sid {
+            guard let sessionId = UUID(uuidString: sid),
+                let user = try await client.withConnection({
+                    try await SessionStore.liveUser($0, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
+                })
+            else { throw EndUserError.invalidAccessToken }
+            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId, tokenHash: tokenHash)
+        }
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)
-        }) else { throw whenNoUser }
-        guard user.id.uuidString.lowercased() == claims.uid, user.tokenVersion == claims.ver else {
+        }), user.id == userId, user.tokenVersion == claims.ver || Self.isKept(tokenHash, by: user) else {
             throw EndUserError.invalidAccessToken
         }
-        return (app, user)
+        return AuthenticatedCaller(app: app, user: user, sessionId: nil, tokenHash: tokenHash)
+    }
+
+    static func isKept(_ tokenHash: Data, by user: User) -> Bool {
+        guard let kept = user.keptTokenHash else { return false }
+        return Secrets.constantTimeEquals(kept, tokenHash)
     }
 
     /// A legacy access token (see `TokenIssuer.verifyLegacyAccessToken`) names an imported user
-    /// whose token version never moved: a password change, reset, suspension or deletion on this
-    /// server ends it, as it ends this server's tokens.
-    func legacySession(accessToken: String, whenNoUser: EndUserError) async throws -> (AppRow, User) {
+    /// whose token version never moved (or the one token a changePassword kept): a password change,
+    /// reset, suspension or deletion on this server ends it, as it ends this server's tokens.
+    func legacyCaller(accessToken: String, tokenHash: Data) async throws -> AuthenticatedCaller {
         guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
         else { throw EndUserError.invalidAccessToken }
         let handle = Input.handle(claims.handle)  // as the import normalised it
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
-        }) else { throw whenNoUser }
-        guard user.tokenVersion == 0, try await client.withConnection({
+        }) else { throw EndUserError.invalidAccessToken }
+        guard user.tokenVersion == 0 || Self.isKept(tokenHash, by: user), try await client.withConnection({
             try await LegacyImportStore.isImported($0, userId: user.id, logger: logger)
         }) else { throw EndUserError.invalidAccessToken }
-        return (app, user)
+        return AuthenticatedCaller(app: app, user: user, sessionId: nil, tokenHash: tokenHash)
     }
 
     /// `suspended` → 402, `migrated` → 413.
@@ -135,8 +160,9 @@ public struct EndUserFlows: Sendable {
 
     // MARK: tokens
 
-    /// Builds the user JWT (`invalidMetadata` when a required field has no value) and the access token.
-    func issueTokens(app: AppRow, user: User, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
+    /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
+    /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
+    func issueTokens(app: AppRow, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
         let claims: [String: JSONValue]
         do {
             claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
@@ -144,7 +170,16 @@ public struct EndUserFlows: Sendable {
             throw jwtFailure
         }
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
-        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: app.settings.userJWTExpiration)
+        let sessionId = UUID()
+        let hours = app.settings.userJWTExpiration
+        try await Telemetry.sql("insert session") {
+            try await client.withConnection {
+                try await SessionStore.insert(
+                    $0, id: sessionId, appRef: app.ref, userId: user.id, method: method, origin: ClientOrigin.current,
+                    lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
+            }
+        }
+        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }
 

@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Removes idle limit counters (`login_throttle`, `rate_limits`) every `interval` on every node (the
+/// Removes idle limit counters (`login_throttle`, `rate_limits`) and long-expired sessions every `interval` on every node (the
 /// delete is idempotent). A counter idle for `idleSeconds` (8 days: longer than any window, lock or
 /// code lifetime a setting allows) counts nothing any more; without this, every handle and address an
 /// attacker tries would stay a row for ever.
@@ -28,9 +28,12 @@ public struct LimitHousekeeping: Service {
         }
     }
 
-    /// One pass; returns how many counters were removed.
+    /// One pass; returns how many counters (and sessions expired for over a day) were removed.
     @discardableResult
     public func purge() async throws -> Int {
-        try await client.withConnection { try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger) }
+        try await client.withConnection {
+            try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
+                + SessionStore.purgeExpired($0, logger: logger)
+        }
     }
 }

@@ -35,20 +35,32 @@ public enum EndUserStore {
         try await db.query("UPDATE users SET last_login = now() WHERE id = \(userId)", logger: logger)
     }
 
-    static func setPassword(_ db: PostgresConnection, userId: UUID, hash: String, disableSecondFactor: Bool, logger: Logger) async throws {
+    /// Sets the password and ends the user's sessions: all of them, or all but `keep` (a
+    /// changePassword keeps the caller's). The token version moves on, which ends the session-less
+    /// tokens too, except the one whose hash is `keepTokenHash` (the caller's, when it has no session).
+    /// Returns the ended sessions.
+    @discardableResult
+    static func setPassword(
+        _ db: PostgresConnection, userId: UUID, hash: String, disableSecondFactor: Bool, keepSession: UUID? = nil,
+        keepTokenHash: Data? = nil, logger: Logger
+    ) async throws -> [UUID] {
         if disableSecondFactor {
             try await db.query(
                 """
-                UPDATE users SET password_hash = \(hash), token_version = token_version + 1, two_factor_phone = false,
-                    two_factor_google = false, totp_secret_sealed = NULL, totp_last_step = 0, updated_at = now()
+                UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = \(keepTokenHash),
+                    two_factor_phone = false, two_factor_google = false, totp_secret_sealed = NULL, totp_last_step = 0, updated_at = now()
                 WHERE id = \(userId)
                 """, logger: logger)
             try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId)", logger: logger)
         } else {
             try await db.query(
-                "UPDATE users SET password_hash = \(hash), token_version = token_version + 1, updated_at = now() WHERE id = \(userId)",
-                logger: logger)
+                """
+                UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = \(keepTokenHash),
+                    updated_at = now()
+                WHERE id = \(userId)
+                """, logger: logger)
         }
+        return try await SessionStore.deleteAll(db, userId: userId, except: keepSession, logger: logger)
     }
 
     /// Replaces a legacy raw-MD5 hash with bcrypt after a successful login (no token revocation).

@@ -7,22 +7,27 @@ public enum UserStore {
     static let columns = """
         id, app_ref, handle, user_name, password_hash, locale, status, login_provider, social_user_id, \
         metadata::text, phone, phone_verified, two_factor_phone, two_factor_google, token_version, last_login, \
-        created_at, updated_at, jwt_subject
+        created_at, updated_at, jwt_subject, kept_token_hash
         """
+
+    /// `columns` with every column taken from the table alias `alias` (for joins).
+    static func qualifiedColumns(_ alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(separator: ", ")
+    }
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [User] {
         var users: [User] = []
         for try await row in rows {
             let c = try row.decode(
                 (UUID, Int64, String, String?, String?, String, String, String, String?, String, String?, Bool, Bool, Bool,
-                 Int, Date?, Date, Date, String?).self)
+                 Int, Date?, Date, Date, String?, Data?).self)
             let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.9.utf8))) ?? [:]
             users.append(
                 User(
                     id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: c.6,
                     loginProvider: c.7, socialUserId: c.8, metaData: metadata, phone: c.10, phoneVerified: c.11,
                     twoFactorPhone: c.12, twoFactorGoogle: c.13, tokenVersion: c.14, lastLogin: c.15, createdAt: c.16,
-                    updatedAt: c.17, jwtSubject: c.18))
+                    updatedAt: c.17, jwtSubject: c.18, keptTokenHash: c.19))
         }
         return users
     }
@@ -84,22 +89,38 @@ public enum UserStore {
         let rows = try await db.query(
             """
             UPDATE users SET user_name = \(user.userName), locale = \(user.locale), status = \(user.status),
-                metadata = \(metadata)::jsonb, token_version = \(user.tokenVersion), updated_at = now()
+                metadata = \(metadata)::jsonb, token_version = \(user.tokenVersion), kept_token_hash = \(user.keptTokenHash),
+                updated_at = now()
             WHERE app_ref = \(user.appRef) AND id = \(user.id) RETURNING \(unescaped: columns)
             """, logger: logger)
         guard let updated = try await decode(rows).first else { throw StoreError.noRowReturned }
         return updated
     }
 
-    /// Sets the password hash and bumps the token version, which revokes the user's access tokens.
+    /// Sets the password hash and ends every session and access token of the user.
     public static func setPasswordHash(_ db: PostgresConnection, appRef: Int64, id: UUID, hash: String, logger: Logger) async throws -> Bool {
         let rows = try await db.query(
             """
-            UPDATE users SET password_hash = \(hash), token_version = token_version + 1, updated_at = now()
+            UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = NULL, updated_at = now()
             WHERE app_ref = \(appRef) AND id = \(id) RETURNING id
             """, logger: logger)
-        for try await _ in rows { return true }
+        for try await _ in rows {
+            try await SessionStore.deleteAll(db, userId: id, logger: logger)
+            return true
+        }
         return false
+    }
+
+    /// Ends every session and access token of a user (sign out everywhere, suspension); returns the
+    /// ended sessions, or nil when the user does not exist.
+    public static func revokeAll(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> [UUID]? {
+        let rows = try await db.query(
+            """
+            UPDATE users SET token_version = token_version + 1, kept_token_hash = NULL
+            WHERE app_ref = \(appRef) AND id = \(id) RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return try await SessionStore.deleteAll(db, userId: id, logger: logger) }
+        return nil
     }
 
     public static func delete(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> String? {

@@ -15,8 +15,9 @@ struct ClaimSet: JWTPayload {
 }
 
 /// The access token: the legacy shape `{handle, appId, scope:"user", iat}` plus `exp`, `uid` (the
-/// user's id) and `ver` (the user's token version), so that a password change or reset, a suspension,
-/// or deleting the account (even if the handle signs up again) revokes it.
+/// user's id), `sid` (the session it belongs to) and `ver` (the user's token version). A token with a
+/// `sid` lives while its session row does; `ver` still judges the tokens issued before sessions existed
+/// (no `sid`), so that a password change or reset, a suspension or deleting the account revokes them.
 public struct AccessTokenClaims: JWTPayload, Equatable {
     public var handle: String
     public var appId: String
@@ -25,6 +26,11 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var exp: Int
     public var uid: String
     public var ver: Int
+    public var sid: String?
+
+    public init(handle: String, appId: String, scope: String, iat: Int, exp: Int, uid: String, ver: Int, sid: String?) {
+        (self.handle, self.appId, self.scope, self.iat, self.exp, self.uid, self.ver, self.sid) = (handle, appId, scope, iat, exp, uid, ver, sid)
+    }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
@@ -106,13 +112,19 @@ public actor TokenIssuer {
         return try await signingKeys(appRef: appRef).sign(ClaimSet(all))
     }
 
-    public func accessToken(user: User, appId: String, userJWTExpirationHours: Int) async throws -> String {
+    /// Seconds an access token (and its session) lives: the server's lifetime, or the app's user-JWT
+    /// expiry when that is longer (the setting is validated to a bounded number of hours).
+    public nonisolated func accessTokenSeconds(userJWTExpirationHours: Int) -> Int {
+        Int(max(accessTokenLifetime, Double(max(0, min(userJWTExpirationHours, 24 * 365 * 10))) * 3600))
+    }
+
+    public func accessToken(user: User, appId: String, userJWTExpirationHours: Int, sessionId: UUID) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
-        let lifetime = max(accessTokenLifetime, Double(userJWTExpirationHours) * 3600)
         return try await serverKeys.sign(
             AccessTokenClaims(
-                handle: user.handle, appId: appId, scope: "user", iat: now, exp: now + Int(lifetime),
-                uid: user.id.uuidString.lowercased(), ver: user.tokenVersion))
+                handle: user.handle, appId: appId, scope: "user", iat: now,
+                exp: now + accessTokenSeconds(userJWTExpirationHours: userJWTExpirationHours),
+                uid: user.id.uuidString.lowercased(), ver: user.tokenVersion, sid: sessionId.uuidString.lowercased()))
     }
 
     public func verifyAccessToken(_ token: String) async -> AccessTokenClaims? {

@@ -24,6 +24,9 @@ public struct User: Sendable {
     /// The JWT `sub` when it is not the handle: the legacy handle as stored, for users whose handle
     /// the import normalised.
     public var jwtSubject: String? = nil
+    /// SHA-256 of the one session-less access token (legacy or issued before sessions) that a
+    /// changePassword kept alive while the token version moved on: the caller's own.
+    public var keptTokenHash: Data? = nil
 
     public func json() -> [String: JSONValue] {
         var object: [String: JSONValue] = [

@@ -100,7 +100,11 @@ public struct UserAdministration: Sendable {
                 }
                 if let status, status != user.status {
                     user.status = status
-                    if status == "suspended" { user.tokenVersion += 1 }  // suspension revokes access tokens
+                    if status == "suspended" {  // suspension ends every session and access token
+                        user.tokenVersion += 1
+                        user.keptTokenHash = nil
+                        try await SessionStore.deleteAll(db, userId: user.id, logger: logger)
+                    }
                 }
                 if let metaData { user.metaData = metaData }
                 if patch["userName"] != nil { user.userName = userName }

@@ -44,6 +44,13 @@ enum OpenAPIDocument {
                   auth: .operatorOrAppSecret, success: ("204", nil)),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/password", summary: "Set a user's password",
                   auth: .operatorOrAppSecret, body: "PasswordInput", success: ("204", nil)),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/users/{userId}/sessions", summary: "A user's live sessions, newest first",
+                  auth: .operatorOrAppSecret, success: ("200", "SessionList")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/sessions",
+                  summary: "Sign out everywhere: end every session and access token of the user",
+                  auth: .operatorOrAppSecret, success: ("200", "SessionsRevoked")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/sessions/{sessionId}", summary: "End one session",
+                  auth: .operatorOrAppSecret, success: ("204", nil)),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/signups", summary: "Pending signups",
                   auth: .operatorOrAppSecret, success: ("200", "SignupList"), query: ["limit", "cursor"]),
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/signups/{id}", summary: "Delete a pending signup",
@@ -214,6 +221,11 @@ enum OpenAPIDocument {
             "twoFactorGoogleVerification": type("boolean"), "hasPassword": type("boolean"),
             "lastLogin": nullable("string", ["format": .string("date-time")]), "createdAt": dateTime, "updatedAt": dateTime,
         ]
+        let session: [String: JSONValue] = [
+            "sessionId": uuid, "method": enumeration(SessionMethod.allCases.map(\.rawValue)),
+            "clientAddress": nullable("string"), "userAgent": nullable("string"),
+            "createdAt": dateTime, "lastSeenAt": dateTime, "expiresAt": dateTime,
+        ]
         let pending: [String: JSONValue] = [
             "id": uuid, "handle": type("string"), "status": type("string"), "locale": type("string"),
             "senderHandle": type("string"), "metaData": ref("AnyJSON"), "expiresAt": dateTime, "createdAt": dateTime,
@@ -261,6 +273,9 @@ enum OpenAPIDocument {
             "PasswordInput": object(["password": password], required: ["password"]),
             "User": object(user, required: Array(user.keys)),
             "UserList": list("users", "User"),
+            "Session": object(session, required: Array(session.keys)),
+            "SessionList": object(["sessions": type("array", ["items": ref("Session")])], required: ["sessions"]),
+            "SessionsRevoked": object(["revokedSessions": type("integer", ["minimum": .int(0)])], required: ["revokedSessions"]),
             "PendingRecord": object(pending, required: ["id", "handle", "status", "locale", "metaData", "expiresAt", "createdAt"]),
             "SignupList": list("signups", "PendingRecord"),
             "InviteList": list("invites", "PendingRecord"),
@@ -289,7 +304,7 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id": uuid
+        case "userId", "id", "sessionId": uuid
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
         default: type("string")

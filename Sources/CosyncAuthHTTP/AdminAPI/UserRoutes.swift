@@ -13,6 +13,9 @@ struct UserRoutes {
         admin.patch("apps/:appId/users/:userId", use: update)
         admin.delete("apps/:appId/users/:userId", use: delete)
         admin.post("apps/:appId/users/:userId/password", use: setPassword)
+        admin.get("apps/:appId/users/:userId/sessions", use: sessions)
+        admin.delete("apps/:appId/users/:userId/sessions", use: endAllSessions)
+        admin.delete("apps/:appId/users/:userId/sessions/:sessionId", use: endSession)
     }
 
     func userId(_ context: ServerRequestContext) throws -> String {
@@ -69,5 +72,31 @@ struct UserRoutes {
         let input = try await JSONBody.object(request, context: context)
         try await services.users.setPassword(appId: appId, userId: try userId(context), input: input, actor: principal.auditName)
         return Response(status: .noContent)
+    }
+
+    // MARK: sessions
+
+    @Sendable func sessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let sessions = try await services.users.sessions(appId: appId, userId: try userId(context))
+        return JSONBody.response(["sessions": .array(sessions.map { .object($0.json()) })])
+    }
+
+    @Sendable func endSession(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        guard let sessionId = context.parameters.get("sessionId") else {
+            throw AdminError(status: .notFound, code: "not_found", message: "session not found")
+        }
+        try await services.users.endSession(appId: appId, userId: try userId(context), sessionId: sessionId, actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func endAllSessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let ended = try await services.users.endAllSessions(appId: appId, userId: try userId(context), actor: principal.auditName)
+        return JSONBody.response(["revokedSessions": .int(ended)])
     }
 }

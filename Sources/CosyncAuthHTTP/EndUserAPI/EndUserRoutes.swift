@@ -22,6 +22,7 @@ struct EndUserRoutes {
 
     func register(on router: Router<ServerRequestContext>) {
         let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(flows: flows)).add(middleware: FlowSpanMiddleware(prefix: ""))
+            .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
         api.post("login", use: login)
         api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(appToken: $1, fields: $2) })
         api.post("signup", use: signup)

@@ -168,7 +168,7 @@ extension EndUserFlows {
         switch check {
         case .failed(let error): throw error
         case .ok(let user, let invite):
-            var issued = try await issueTokens(app: app, user: user)
+            var issued = try await issueTokens(app: app, user: user, method: .register)
             issued.signedUserToken = try await signedUserToken(
                 app: app, user: user, code: code, senderHandle: invite.senderHandle, senderUserId: invite.senderUserId)
             return issued

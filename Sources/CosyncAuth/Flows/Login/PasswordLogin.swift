@@ -70,7 +70,7 @@ extension EndUserFlows {
         if mode == .google, user.twoFactorGoogle {
             return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil)
         }
-        let issued = try await issueTokens(app: app, user: user)
+        let issued = try await issueTokens(app: app, user: user, method: .password)
         try await Telemetry.sql("update last login") {
             try await client.withConnection { db in
                 try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
@@ -121,7 +121,7 @@ extension EndUserFlows {
             return created
         }
         try requireActiveUser(user)
-        let issued = try await issueTokens(app: app, user: user)
+        let issued = try await issueTokens(app: app, user: user, method: .anonymous)
         try await client.withConnection { db in
             try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: handle, action: "loginAnonymous")

@@ -89,12 +89,14 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST changePassword` (§5.14): every failure is `invalidData` (legacy); success revokes the
-    /// user's access tokens (the app must log in again).
+    /// `POST changePassword` (§5.14): every failure is `invalidData` (legacy). Success ends every
+    /// other session of the user and keeps the caller's, so the app's own access token goes on working
+    /// (the shipped SDKs cannot get a new one without asking the user to log in again).
     /// The current password is checked under the same reserved limit as a login of that account
     /// (`LoginThrottle`), so a stolen access token does not give unlimited guesses.
     public func changePassword(accessToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
-        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+        let caller = try await caller(accessToken: accessToken, whenMissing: .invalidData)
+        let (app, user) = (caller.app, caller.user)
         guard let current = fields["password"], let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
         let md5 = try Input.md5(new)
         try requireActive(app)
@@ -110,7 +112,9 @@ extension EndUserFlows {
         }
         let hash = try await hasher.hash(md5Hex: md5)
         try await client.transaction(logger: logger) { db in
-            try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: false, logger: logger)
+            try await EndUserStore.setPassword(
+                db, userId: user.id, hash: hash, disableSecondFactor: false, keepSession: caller.sessionId,
+                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
         }
     }

@@ -70,7 +70,7 @@ extension EndUserFlows {
             throw EndUserError.invalidCredentials
         case .accepted(let user):
             try requireActiveUser(user)
-            let issued = try await issueTokens(app: app, user: user)
+            let issued = try await issueTokens(app: app, user: user, method: .secondFactor)
             try await client.withConnection { db in
                 try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete")

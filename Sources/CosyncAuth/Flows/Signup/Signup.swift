@@ -42,7 +42,7 @@ extension EndUserFlows {
                 try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string("none")])
                 return user
             }
-            return .tokens(try await issueTokens(app: app, user: user, jwtFailure: .invalidData))
+            return .tokens(try await issueTokens(app: app, user: user, method: .signup, jwtFailure: .invalidData))
         }
 
         // A live pending signup (unexpired, fewer than maxCodeAttempts wrong guesses) is never changed
@@ -158,7 +158,7 @@ extension EndUserFlows {
         switch check {
         case .failed(let error): throw error
         case .ok(let user, let pending):
-            var issued = try await issueTokens(app: app, user: user, jwtFailure: .invalidData)
+            var issued = try await issueTokens(app: app, user: user, method: .signup, jwtFailure: .invalidData)
             issued.signedUserToken = try await signedUserToken(app: app, user: user, code: code)
             let page = try await client.withConnection { db in
                 try await Outbox.template(db, appRef: app.ref, name: "clickThrough", locale: pending.locale, logger: logger)

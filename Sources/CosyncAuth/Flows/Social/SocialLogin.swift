@@ -55,7 +55,7 @@ extension EndUserFlows {
         // Same provider, same e-mail, another provider account: not this user's token.
         if let known = user.socialUserId, known != identity.subject { throw EndUserError.invalidSocialToken }
         try requireActiveUser(user)
-        let issued = try await issueTokens(app: app, user: user)
+        let issued = try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google)
         try await client.withConnection { db in
             try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "socialLogin", detail: ["provider": .string(provider.rawValue)])
@@ -107,7 +107,7 @@ extension EndUserFlows {
             }
             throw existing.map(Self.accountExists) ?? EndUserError.handleAlreadyRegistered
         }
-        return try await issueTokens(app: app, user: user, jwtFailure: .invalidData)
+        return try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google, jwtFailure: .invalidData)
     }
 
     /// deleteAccount's token mode (§5.24): the token must be the user's own provider account.

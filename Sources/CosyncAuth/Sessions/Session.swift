@@ -1,0 +1,52 @@
+import Foundation
+
+/// How a session was opened: the login-type call that answered its access token.
+public enum SessionMethod: String, Sendable, CaseIterable {
+    case password
+    case secondFactor = "second_factor"
+    case anonymous
+    case signup
+    case register
+    case apple
+    case google
+}
+
+/// One signed-in device of a user: the access token names it (`sid`), and the token lives while the
+/// row exists and has not expired.
+public struct Session: Sendable, Equatable {
+    public let id: UUID
+    public let userId: UUID
+    public let method: String
+    public let clientAddress: String?
+    public let userAgent: String?
+    public let createdAt: Date
+    public let lastSeenAt: Date
+    public let expiresAt: Date
+}
+
+/// Where a request comes from, as far as a new session records it. The HTTP edge sets it for the
+/// duration of one end-user request (a task-local value, so the flows need no extra parameters and
+/// nothing outlives the request); outside a request both parts are nil.
+public struct ClientOrigin: Sendable {
+    public let address: String?
+    public let userAgent: String?
+
+    public init(address: String?, userAgent: String?) {
+        self.address = address
+        // Stored as given, cut to the column's 512 characters.
+        self.userAgent = userAgent.map { String($0.prefix(512)) }
+    }
+
+    @TaskLocal public static var current = ClientOrigin(address: nil, userAgent: nil)
+}
+
+/// The caller of an access-token request: the app, the user and, for this server's tokens, the
+/// session the token names.
+public struct AuthenticatedCaller: Sendable {
+    public let app: AppRow
+    public let user: User
+    /// Nil for a token without a session (issued before sessions existed, or by the legacy server).
+    public let sessionId: UUID?
+    /// SHA-256 of the presented token, for keeping a session-less token alive through changePassword.
+    public let tokenHash: Data
+}

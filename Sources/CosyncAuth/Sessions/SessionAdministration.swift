@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Admin operations on the sessions of one user: list, end one, end all ("sign out everywhere").
+extension UserAdministration {
+    public func sessions(appId: String, userId: String) async throws -> [Session] {
+        let app = try await apps.row(appId: appId)
+        guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
+        return try await client.withConnection { db in
+            guard try await UserStore.find(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("user") }
+            return try await SessionStore.list(db, appRef: app.ref, userId: id, logger: logger)
+        }
+    }
+
+    public func endSession(appId: String, userId: String, sessionId: String, actor: String) async throws {
+        let app = try await apps.row(appId: appId)
+        guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
+        guard let session = UUID(uuidString: sessionId) else { throw AdminFailure.notFound("session") }
+        try await client.transaction(logger: logger) { db in
+            guard try await SessionStore.delete(db, appRef: app.ref, userId: id, sessionId: session, logger: logger) else {
+                throw AdminFailure.notFound("session")
+            }
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: appId, actor: actor, action: "session.revoke",
+                detail: ["userId": .string(id.uuidString.lowercased()), "sessionId": .string(session.uuidString.lowercased())],
+                logger: logger)
+        }
+    }
+
+    /// Ends every session of the user and every session-less token (legacy or older); returns how
+    /// many sessions ended.
+    public func endAllSessions(appId: String, userId: String, actor: String) async throws -> Int {
+        let app = try await apps.row(appId: appId)
+        guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
+        return try await client.transaction(logger: logger) { db in
+            guard let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: id, logger: logger) else {
+                throw AdminFailure.notFound("user")
+            }
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: appId, actor: actor, action: "session.revokeAll",
+                detail: ["userId": .string(id.uuidString.lowercased()), "sessions": .int(ended.count)], logger: logger)
+            return ended.count
+        }
+    }
+}
+
+extension Session {
+    public func json() -> [String: JSONValue] {
+        [
+            "sessionId": .string(id.uuidString.lowercased()),
+            "method": .string(method),
+            "clientAddress": clientAddress.map { .string($0) } ?? .null,
+            "userAgent": userAgent.map { .string($0) } ?? .null,
+            "createdAt": .string(ISO8601.milliseconds(createdAt)),
+            "lastSeenAt": .string(ISO8601.milliseconds(lastSeenAt)),
+            "expiresAt": .string(ISO8601.milliseconds(expiresAt)),
+        ]
+    }
+}

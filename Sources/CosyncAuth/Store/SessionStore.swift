@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// SQL of sessions. Ending a session is deleting its row; `ON DELETE CASCADE` ends them with their user.
+public enum SessionStore {
+    static let columns = "id, user_id, method, client_address, user_agent, created_at, last_seen_at, expires_at"
+
+    static func decode(_ rows: PostgresRowSequence) async throws -> [Session] {
+        var sessions: [Session] = []
+        for try await c in rows.decode((UUID, UUID, String, String?, String?, Date, Date, Date).self) {
+            sessions.append(Session(
+                id: c.0, userId: c.1, method: c.2, clientAddress: c.3, userAgent: c.4, createdAt: c.5, lastSeenAt: c.6, expiresAt: c.7))
+        }
+        return sessions
+    }
+
+    static func insert(
+        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, method: SessionMethod, origin: ClientOrigin,
+        lifetimeSeconds: Int, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)
+            VALUES (\(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
+                    now() + make_interval(secs => \(lifetimeSeconds)::int))
+            """, logger: logger)
+    }
+
+    /// The user of a live session, in one statement: the session must exist, belong to the app and to
+    /// `userId`, and not have expired. `last_seen_at` is written only when it is 5 minutes old, so a
+    /// busy client does not write on every request.
+    static func liveUser(_ db: PostgresConnection, sessionId: UUID, appRef: Int64, userId: UUID, logger: Logger) async throws -> User? {
+        let rows = try await db.query(
+            """
+            WITH seen AS (
+                UPDATE sessions SET last_seen_at = now()
+                WHERE id = \(sessionId) AND expires_at > now() AND last_seen_at < now() - interval '5 minutes')
+            SELECT \(unescaped: UserStore.qualifiedColumns("u")) FROM sessions s JOIN users u ON u.id = s.user_id
+            WHERE s.id = \(sessionId) AND s.app_ref = \(appRef) AND s.user_id = \(userId) AND s.expires_at > now()
+            """, logger: logger)
+        return try await UserStore.decode(rows).first
+    }
+
+    static func list(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> [Session] {
+        let rows = try await db.query(
+            """
+            SELECT \(unescaped: columns) FROM sessions
+            WHERE app_ref = \(appRef) AND user_id = \(userId) AND expires_at > now()
+            ORDER BY created_at DESC, id LIMIT 1000
+            """, logger: logger)
+        return try await decode(rows)
+    }
+
+    /// Ends one session; false when there was none.
+    static func delete(_ db: PostgresConnection, appRef: Int64, userId: UUID, sessionId: UUID, logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            "DELETE FROM sessions WHERE app_ref = \(appRef) AND user_id = \(userId) AND id = \(sessionId) RETURNING id",
+            logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Ends every session of a user but `keep`; returns the ended ids.
+    @discardableResult
+    static func deleteAll(_ db: PostgresConnection, userId: UUID, except keep: UUID? = nil, logger: Logger) async throws -> [UUID] {
+        let rows = try await db.query(
+            "DELETE FROM sessions WHERE user_id = \(userId) AND id IS DISTINCT FROM \(keep) RETURNING id", logger: logger)
+        var ended: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ended.append(id) }
+        return ended
+    }
+
+    /// Removes sessions that expired more than a day ago (housekeeping; an expired row already
+    /// authenticates nothing).
+    static func purgeExpired(_ db: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            "DELETE FROM sessions WHERE expires_at < now() - interval '1 day' RETURNING 1", logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+}
