@@ -39,7 +39,7 @@ public struct CosyncServices: Sendable {
             settings: configuration.flows, logger: logger)
         let services = CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
-            operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher),
+            operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher, social: flows.social),
             records: AppRecords(apps: apps), flows: flows, logger: logger, state: ServerState())
         return (services, generated)
     }

@@ -159,6 +159,9 @@ struct SocialLoginTests {
             let access = signup.object.string("access-token")
             #expect(code(try await sdk.post("/api/appuser/deleteAccount", [("token", try await idToken(.google, email: email, sub: "someone-else"))], accessToken: access)) == 613)
             #expect(code(try await sdk.post("/api/appuser/deleteAccount", [("token", try await idToken(.google, email: email, sub: sub, aud: "other.client"))], accessToken: access)) == 613)
+            // Fresh authentication: a provider token issued longer ago than the app's freshAuthMinutes (5) is refused.
+            let stale = Int(Date().timeIntervalSince1970) - 6 * 60
+            #expect(code(try await sdk.post("/api/appuser/deleteAccount", [("token", try await idToken(.google, email: email, sub: sub, iat: stale))], accessToken: access)) == 613)
             #expect(try await sdk.post("/api/appuser/deleteAccount", [("token", try await idToken(.google, email: email, sub: sub))], accessToken: access).text == "true")
             #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.google, email: email, sub: sub)), ("provider", "google")])) == 603)
             // A password account cannot use token mode (602).

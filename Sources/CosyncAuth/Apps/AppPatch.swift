@@ -68,6 +68,7 @@ public struct AppState: Sendable, Equatable {
         case "userJWTExpiration": settings.userJWTExpiration = try v.int(in: 1...8760)
         case "maxLoginAttempts": settings.maxLoginAttempts = try v.int(in: 1...1000)
         case "smsDailyLimit": settings.smsDailyLimit = try v.int(in: 0...1_000_000)
+        case "freshAuthMinutes": settings.freshAuthMinutes = try v.int(in: 1...1440)
         case "appleBundleId": settings.appleBundleId = try v.commaList()
         case "googleClientId": settings.googleClientId = try v.commaList()
         case "googleAppName": settings.googleAppName = try v.string(maxLength: 100)

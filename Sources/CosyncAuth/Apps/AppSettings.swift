@@ -37,6 +37,9 @@ public struct AppSettings: Codable, Sendable, Equatable {
     /// SMS the app may queue per UTC day (phone verification and SMS login codes); beyond it the
     /// request fails and nothing is sent. A guard against SMS pumping fraud.
     public var smsDailyLimit = 200
+    /// Destructive end-user steps (deleting the account with a provider token) need a sign-in at most
+    /// this many minutes old. The password mode re-checks the password, which counts as fresh.
+    public var freshAuthMinutes = 5
 
     public init() {}
 
@@ -46,6 +49,7 @@ public struct AppSettings: Codable, Sendable, Equatable {
         case userNamesEnabled, appleLoginEnabled, appleBundleId, googleLoginEnabled, googleClientId, googleAppName
         case locales, metaData, metaDataInvite, metaDataEmail, userJWTExpiration, realmAppId, appData
         case maxLoginAttempts, handle, jwtEnabled, emailExtension, emailExtensionSenderEmail, smsDailyLimit
+        case freshAuthMinutes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -84,6 +88,7 @@ public struct AppSettings: Codable, Sendable, Equatable {
         emailExtension = try value(.emailExtension, d.emailExtension)
         emailExtensionSenderEmail = try value(.emailExtensionSenderEmail, d.emailExtensionSenderEmail)
         smsDailyLimit = try value(.smsDailyLimit, d.smsDailyLimit)
+        freshAuthMinutes = try value(.freshAuthMinutes, d.freshAuthMinutes)
     }
 }
 

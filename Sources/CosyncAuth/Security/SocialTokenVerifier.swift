@@ -35,6 +35,8 @@ public struct SocialProviders: Sendable {
 public struct SocialIdentity: Sendable, Equatable {
     public let subject: String
     public let email: String?
+    /// The token's `iat`, when it has one (freshness of a re-authentication).
+    public var issuedAt: Date? = nil
 }
 
 /// The claims of an Apple identity token or a Google ID token that the checks need.
@@ -111,7 +113,7 @@ public actor SocialTokenVerifier {
             // An address the provider says it did not verify cannot name an account.
             let verified = claims.email_verified?.value ?? true
             let email = verified ? claims.email.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.flatMap { $0.isEmpty ? nil : $0 } : nil
-            return SocialIdentity(subject: claims.sub.value, email: email)
+            return SocialIdentity(subject: claims.sub.value, email: email, issuedAt: claims.iat?.value)
         } catch {
             logger.debug("social token refused", metadata: ["provider": "\(provider.rawValue)", "reason": "\(error)"])
             return nil

@@ -197,6 +197,7 @@ public enum LegacyImportStore {
                 updated_at = excluded.updated_at, legacy_fingerprint = excluded.legacy_fingerprint, jwt_subject = excluded.jwt_subject
             WHERE users.legacy_fingerprint IS DISTINCT FROM excluded.legacy_fingerprint
             """, logger: logger)
+        try await IdentityStore.syncImported(db, keys: rows, logger: logger)
     }
 
     public static func userExists(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws -> Bool {

@@ -172,15 +172,16 @@ enum SecondFactorStore {
 
     // MARK: social accounts
 
-    /// A user of the app whose handle is `email` or whose provider account id is `subject`.
-    static func socialMatch(_ db: PostgresConnection, appRef: Int64, email: String?, subject: String, logger: Logger) async throws -> User? {
-        let rows = try await db.query(
-            """
-            SELECT \(unescaped: UserStore.columns) FROM users
-            WHERE app_ref = \(appRef) AND (lower(handle) = \(email ?? "") OR social_user_id = \(subject))
-            ORDER BY (social_user_id = \(subject)) DESC NULLS LAST LIMIT 1
-            """, logger: logger)
-        return try await UserStore.decode(rows).first
+    /// The user holding the provider account (`linked`), else the user whose handle is the provider's
+    /// verified e-mail (not linked).
+    static func socialMatch(
+        _ db: PostgresConnection, appRef: Int64, provider: SocialProvider, email: String?, subject: String, logger: Logger
+    ) async throws -> (user: User, linked: Bool)? {
+        if let user = try await IdentityStore.user(db, appRef: appRef, kind: IdentityKind(provider), subject: subject, logger: logger) {
+            return (user, true)
+        }
+        guard let email, !email.isEmpty else { return nil }
+        return try await EndUserStore.user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
     }
 
     static func insertSocialUser(
@@ -190,11 +191,13 @@ enum SecondFactorStore {
         let text = try metadata.map { try UserStore.metadataText($0) } ?? "{}"
         let rows = try await db.query(
             """
-            INSERT INTO users (app_ref, handle, password_hash, locale, metadata, login_provider, social_user_id)
-            VALUES (\(appRef), \(handle), NULL, \(locale), \(text)::jsonb, \(provider), \(subject))
+            INSERT INTO users (app_ref, handle, password_hash, locale, metadata, login_provider)
+            VALUES (\(appRef), \(handle), NULL, \(locale), \(text)::jsonb, \(provider))
             RETURNING \(unescaped: UserStore.columns)
             """, logger: logger)
         guard let user = try await UserStore.decode(rows).first else { throw StoreError.noRowReturned }
+        try await IdentityStore.insert(
+            db, appRef: appRef, userId: user.id, kind: provider == "apple" ? .apple : .google, subject: subject, email: handle, logger: logger)
         return user
     }
 }

@@ -71,6 +71,12 @@ public enum SessionStore {
         return ended
     }
 
+    /// Ends the sessions of a user opened by one of `methods`.
+    static func deleteAll(_ db: PostgresConnection, userId: UUID, methods: [String], logger: Logger) async throws {
+        guard !methods.isEmpty else { return }
+        try await db.query("DELETE FROM sessions WHERE user_id = \(userId) AND method = ANY(\(methods))", logger: logger)
+    }
+
     /// Removes sessions that expired more than a day ago (housekeeping; an expired row already
     /// authenticates nothing).
     static func purgeExpired(_ db: PostgresConnection, logger: Logger) async throws -> Int {

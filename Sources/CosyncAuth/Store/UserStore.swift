@@ -48,6 +48,7 @@ public enum UserStore {
             RETURNING \(unescaped: columns)
             """, logger: logger)
         guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
+        try await IdentityStore.insertInitial(db, user: user, logger: logger)
         return user
     }
 
@@ -109,6 +110,29 @@ public enum UserStore {
             return true
         }
         return false
+    }
+
+    /// Removes the password (its identity was detached): password logins fail from now on, and the
+    /// session-less tokens end.
+    static func clearPassword(_ db: PostgresConnection, id: UUID, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE users SET password_hash = NULL, token_version = token_version + 1, kept_token_hash = NULL, updated_at = now()
+            WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    /// An anonymous account becomes permanent: new handle, and a password hash or a provider.
+    static func upgrade(
+        _ db: PostgresConnection, id: UUID, handle: String, passwordHash: String?, loginProvider: String, logger: Logger
+    ) async throws -> User {
+        let rows = try await db.query(
+            """
+            UPDATE users SET handle = \(handle), password_hash = \(passwordHash), login_provider = \(loginProvider), updated_at = now()
+            WHERE id = \(id) RETURNING \(unescaped: columns)
+            """, logger: logger)
+        guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
+        return user
     }
 
     /// Ends every session and access token of a user (sign out everywhere, suspension); returns the

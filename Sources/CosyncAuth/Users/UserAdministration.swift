@@ -7,12 +7,15 @@ import PostgresNIO
 public struct UserAdministration: Sendable {
     public let apps: AppAdministration
     public let hasher: PasswordHasher
+    /// Verifies provider tokens for linking and upgrades (the end-user API's verifier).
+    public let social: SocialTokenVerifier?
     var client: PostgresClient { apps.client }
     var logger: Logger { apps.logger }
 
-    public init(apps: AppAdministration, hasher: PasswordHasher) {
+    public init(apps: AppAdministration, hasher: PasswordHasher, social: SocialTokenVerifier? = nil) {
         self.apps = apps
         self.hasher = hasher
+        self.social = social
     }
 
     public func create(appId: String, input: [String: JSONValue], actor: String) async throws -> User {
@@ -199,6 +202,8 @@ public struct UserAdministration: Sendable {
         switch error.uniqueViolationConstraint {
         case "users_app_handle": .conflict(code: "handle_taken", message: "a user with this handle exists in this app")
         case "users_app_user_name": .conflict(code: "user_name_taken", message: "this user name is used by another user")
+        case "identities_app_subject": .conflict(code: "identity_taken", message: "this sign-in is an identity of another user of this app")
+        case "identities_user_kind": .conflict(code: "identity_exists", message: "the user already has an identity of this kind")
         default: nil
         }
     }

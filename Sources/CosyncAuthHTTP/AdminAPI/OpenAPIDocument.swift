@@ -51,6 +51,17 @@ enum OpenAPIDocument {
                   auth: .operatorOrAppSecret, success: ("200", "SessionsRevoked")),
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/sessions/{sessionId}", summary: "End one session",
                   auth: .operatorOrAppSecret, success: ("204", nil)),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/users/{userId}/identities", summary: "A user's ways to sign in",
+                  auth: .operatorOrAppSecret, success: ("200", "IdentityList")),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/identities",
+                  summary: "Link an Apple or Google account whose verified e-mail is the user's handle",
+                  auth: .operatorOrAppSecret, body: "IdentityLinkInput", success: ("201", "Identity")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/identities/{identityId}",
+                  summary: "Detach an identity (the last one only with deleteAccount=true, which deletes the account)",
+                  auth: .operatorOrAppSecret, success: ("204", nil), query: ["deleteAccount"]),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/upgrade",
+                  summary: "Make an anonymous account permanent, keeping its user id",
+                  auth: .operatorOrAppSecret, body: "UpgradeInput", success: ("200", "User")),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/signups", summary: "Pending signups",
                   auth: .operatorOrAppSecret, success: ("200", "SignupList"), query: ["limit", "cursor"]),
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/signups/{id}", summary: "Delete a pending signup",
@@ -111,6 +122,8 @@ enum OpenAPIDocument {
     /// An app name: at most 100 code points, something besides white space, no control characters.
     static let namePattern = "^[^\(nameForbidden)]*[^\(nameForbidden)\(space)][^\(nameForbidden)]*$"
     /// A handle: trimmed, then 1-254 characters without white space or control characters.
+    /// A handle with an `@` (invites and upgrades take e-mail addresses only).
+    static let emailHandlePattern = "^[\(space)]*[^\(space)\\u0000-\\u001f\\u007f]*@[^\(space)\\u0000-\\u001f\\u007f]*[\(space)]*$"
     static let handlePattern = "^[\(space)]*[^\(space)\\u0000-\\u001f\\u007f]+[\(space)]*$"
     /// A user name: a letter, then letters or digits (ASCII, either case; stored lower-case).
     static let userNamePattern = "^[\(space)]*[A-Za-z][A-Za-z0-9]{0,63}[\(space)]*$"
@@ -157,6 +170,7 @@ enum OpenAPIDocument {
         p["userJWTExpiration"] = type("integer", ["minimum": .int(1), "maximum": .int(8760), "description": .string("hours")])
         p["maxLoginAttempts"] = type("integer", ["minimum": .int(1), "maximum": .int(1000)])
         p["smsDailyLimit"] = type("integer", ["minimum": .int(0), "maximum": .int(1_000_000)])
+        p["freshAuthMinutes"] = type("integer", ["minimum": .int(1), "maximum": .int(1440)])
         p["name"] = text(max: AppState.maxNameLength, pattern: namePattern)
         p["status"] = enumeration(AppState.Status.allCases.map(\.rawValue))
         p["signupFlow"] = enumeration(AppSettings.SignupFlow.allCases.map(\.rawValue))
@@ -226,6 +240,10 @@ enum OpenAPIDocument {
             "clientAddress": nullable("string"), "userAgent": nullable("string"),
             "createdAt": dateTime, "lastSeenAt": dateTime, "expiresAt": dateTime,
         ]
+        let identity: [String: JSONValue] = [
+            "identityId": uuid, "kind": enumeration(IdentityKind.allCases.map(\.rawValue)), "subject": type("string"),
+            "email": nullable("string"), "createdAt": dateTime, "lastUsedAt": nullable("string", ["format": .string("date-time")]),
+        ]
         let pending: [String: JSONValue] = [
             "id": uuid, "handle": type("string"), "status": type("string"), "locale": type("string"),
             "senderHandle": type("string"), "metaData": ref("AnyJSON"), "expiresAt": dateTime, "createdAt": dateTime,
@@ -274,13 +292,20 @@ enum OpenAPIDocument {
             "User": object(user, required: Array(user.keys)),
             "UserList": list("users", "User"),
             "Session": object(session, required: Array(session.keys)),
+            "Identity": object(identity, required: Array(identity.keys)),
+            "IdentityList": object(["identities": type("array", ["items": ref("Identity")])], required: ["identities"]),
+            "IdentityLinkInput": object(["provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)],
+                                        required: ["provider", "idToken"]),
+            // Either handle and password, or provider and idToken (a mix is answered 422).
+            "UpgradeInput": object(["handle": text(max: 254, pattern: emailHandlePattern), "password": password,
+                                    "provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)]),
             "SessionList": object(["sessions": type("array", ["items": ref("Session")])], required: ["sessions"]),
             "SessionsRevoked": object(["revokedSessions": type("integer", ["minimum": .int(0)])], required: ["revokedSessions"]),
             "PendingRecord": object(pending, required: ["id", "handle", "status", "locale", "metaData", "expiresAt", "createdAt"]),
             "SignupList": list("signups", "PendingRecord"),
             "InviteList": list("invites", "PendingRecord"),
             "EmailTemplateInput": object(templateInput, required: ["html"]),
-            "InviteInput": object(["handle": text(max: 254, pattern: "^[\(space)]*[^\(space)\\u0000-\\u001f\\u007f]*@[^\(space)\\u0000-\\u001f\\u007f]*[\(space)]*$"),
+            "InviteInput": object(["handle": text(max: 254, pattern: emailHandlePattern),
                                    "locale": locale, "metaData": userMetaData], required: ["handle"]),
             "InviteCreated": object(["handle": type("string"), "status": enumeration(["pending"])], required: ["handle", "status"]),
             "EmailTemplate": object(templateView, required: Array(templateView.keys)),
@@ -304,7 +329,7 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id", "sessionId": uuid
+        case "userId", "id", "sessionId", "identityId": uuid
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
         default: type("string")
@@ -316,6 +341,7 @@ enum OpenAPIDocument {
         let schema: JSONValue = switch name {
         case "limit": type("integer", ["minimum": .int(1), "maximum": .int(200), "default": .int(50)])
         case "to": text(max: 254)
+        case "deleteAccount": enumeration(["true", "false"])
         case "cursor": type("string", ["description": .string("nextCursor of the previous page; any other value is a 400 invalid_cursor")])
         default: text(max: 200)
         }
@@ -329,7 +355,8 @@ enum OpenAPIDocument {
         if op.path.contains("{") { statuses.insert("404") }
         if !op.query.isEmpty { statuses.insert("400") }
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
-        if ["UserInput", "UserPatch", "InviteInput"].contains(op.body ?? "") { statuses.insert("409") }
+        if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput"].contains(op.body ?? "") { statuses.insert("409") }
+        if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         return statuses.sorted()
     }
 

@@ -100,3 +100,61 @@ struct UserRoutes {
         return JSONBody.response(["revokedSessions": .int(ended)])
     }
 }
+
+/// `/admin/v1/apps/{appId}/users/{userId}/identities…` and `…/upgrade`.
+struct IdentityRoutes {
+    let services: CosyncServices
+    var auth: AdminAuthorization { AdminAuthorization(services: services) }
+
+    func register(on admin: RouterGroup<ServerRequestContext>) {
+        admin.get("apps/:appId/users/:userId/identities", use: list)
+        admin.post("apps/:appId/users/:userId/identities", use: link)
+        admin.delete("apps/:appId/users/:userId/identities/:identityId", use: detach)
+        admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
+    }
+
+    func parameter(_ name: String, _ what: String, _ context: ServerRequestContext) throws -> String {
+        guard let value = context.parameters.get(name) else {
+            throw AdminError(status: .notFound, code: "not_found", message: "\(what) not found")
+        }
+        return value
+    }
+
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let identities = try await services.users.identities(appId: appId, userId: try parameter("userId", "user", context))
+        return JSONBody.response(["identities": .array(identities.map { .object($0.json()) })])
+    }
+
+    @Sendable func link(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        let identity = try await services.users.linkIdentity(
+            appId: appId, userId: try parameter("userId", "user", context), input: input, actor: principal.auditName)
+        return JSONBody.response(identity.json(), status: .created)
+    }
+
+    @Sendable func detach(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let flag = try AdminQuery(request: request).string("deleteAccount")
+        guard flag == nil || flag == "true" || flag == "false" else {
+            throw AdminError(status: .badRequest, code: "invalid_parameter", message: "deleteAccount must be true or false", field: "deleteAccount")
+        }
+        _ = try await services.users.detachIdentity(
+            appId: appId, userId: try parameter("userId", "user", context), identityId: try parameter("identityId", "identity", context),
+            deleteAccount: flag == "true", actor: principal.auditName)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func upgrade(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let input = try await JSONBody.object(request, context: context)
+        let user = try await services.users.upgrade(
+            appId: appId, userId: try parameter("userId", "user", context), input: input, actor: principal.auditName)
+        return JSONBody.response(user.json())
+    }
+}

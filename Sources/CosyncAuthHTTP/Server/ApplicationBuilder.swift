@@ -25,6 +25,7 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     admin.get("openapi.json") { _, _ in JSONBody.response(document) }
     AppRoutes(services: services).register(on: admin)
     UserRoutes(services: services).register(on: admin)
+    IdentityRoutes(services: services).register(on: admin)
     RecordRoutes(services: services).register(on: admin)
     return router
 }

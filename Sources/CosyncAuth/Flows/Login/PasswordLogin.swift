@@ -110,6 +110,11 @@ extension EndUserFlows {
         try requireActive(app)
         let user: User = try await client.transaction(logger: logger) { db in
             if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) {
+                // Only an account that signs in anonymously with this handle: not a password or social
+                // account whose handle happens to contain ANON_, nor one upgraded or detached since.
+                guard try await IdentityStore.has(db, userId: existing.id, kind: .anonymous, subject: handle, logger: logger) else {
+                    throw EndUserError.invalidCredentials
+                }
                 return existing
             }
             // Another user whose handle differs only in case owns the slot: not this one's account.

@@ -45,15 +45,31 @@ extension EndUserFlows {
         let audiences = try Self.audiences(app, provider)
         try requireActive(app)
         let identity = try await verifySocial(token, provider, audiences: audiences)
-        guard let user = try await client.withConnection({
-            try await SecondFactorStore.socialMatch($0, appRef: app.ref, email: identity.email, subject: identity.subject, logger: logger)
+        guard let match = try await client.withConnection({
+            try await SecondFactorStore.socialMatch(
+                $0, appRef: app.ref, provider: provider, email: identity.email, subject: identity.subject, logger: logger)
         }) else {
             await audit(app: app, handle: identity.email ?? "", action: "socialLogin", status: "error", detail: ["reason": .string("no account")])
             throw EndUserError.accountDoesNotExist
         }
-        guard user.loginProvider == provider.rawValue else { throw Self.accountExists(user) }
-        // Same provider, same e-mail, another provider account: not this user's token.
-        if let known = user.socialUserId, known != identity.subject { throw EndUserError.invalidSocialToken }
+        let user = match.user
+        if !match.linked {
+            // The verified e-mail names an account that this provider account is not an identity of.
+            let sameProvider = try await client.withConnection {
+                try await IdentityStore.has($0, userId: user.id, kind: IdentityKind(provider), logger: logger)
+            }
+            // The same provider with another provider account: not this user's token.
+            if sameProvider { throw EndUserError.invalidSocialToken }
+            // Another way to sign in (610–612), unless the account was created with this provider and
+            // has no provider account on record (an import without it): the verified e-mail links it.
+            guard user.loginProvider == provider.rawValue else { throw Self.accountExists(user) }
+            try await client.transaction(logger: logger) { db in
+                try await IdentityStore.insert(
+                    db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
+                    logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue)])
+            }
+        }
         try requireActiveUser(user)
         let issued = try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google)
         try await client.withConnection { db in
@@ -103,18 +119,27 @@ extension EndUserFlows {
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             // A concurrent signup took the handle, or this provider account already has a user.
             let existing = try await client.withConnection {
-                try await SecondFactorStore.socialMatch($0, appRef: app.ref, email: handle, subject: identity.subject, logger: logger)
+                try await SecondFactorStore.socialMatch(
+                    $0, appRef: app.ref, provider: provider, email: handle, subject: identity.subject, logger: logger)
             }
-            throw existing.map(Self.accountExists) ?? EndUserError.handleAlreadyRegistered
+            throw existing.map { Self.accountExists($0.user) } ?? EndUserError.handleAlreadyRegistered
         }
         return try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google, jwtFailure: .invalidData)
     }
 
-    /// deleteAccount's token mode (§5.24): the token must be the user's own provider account.
+    /// deleteAccount's token mode (§5.24): the token must be one of the user's own provider accounts
+    /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
+    /// the account is a destructive step that needs a recent sign-in.
     func verifyOwnSocialToken(app: AppRow, user: User, token: String) async throws -> Bool {
-        guard let provider = SocialProvider(rawValue: user.loginProvider) else { throw EndUserError.invalidData }
-        let audiences = try Self.audiences(app, provider, gate: false)
-        guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { return false }
-        return identity.subject == user.socialUserId
+        let identities = try await client.withConnection { try await IdentityStore.list($0, appRef: app.ref, userId: user.id, logger: logger) }
+        let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == p.rawValue } }
+        guard !providers.isEmpty else { throw EndUserError.invalidData }
+        for provider in providers {
+            let audiences = try Self.audiences(app, provider, gate: false)
+            guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { continue }
+            let fresh = identity.issuedAt.map { Date().timeIntervalSince($0) <= Double(app.settings.freshAuthMinutes) * 60 } ?? false
+            return fresh && identities.contains { $0.kind == provider.rawValue && $0.subject == identity.subject }
+        }
+        return false
     }
 }

@@ -1,0 +1,41 @@
+import Foundation
+
+/// A way to sign in to one user account.
+public enum IdentityKind: String, Sendable, CaseIterable {
+    /// The handle and the password (the hash stays on the user).
+    case password
+    case apple
+    case google
+    /// The `ANON_` handle of `loginAnonymous`, matched exactly.
+    case anonymous
+    /// A WebAuthn credential (the passkey API); the subject is the credential id, base64url.
+    case passkey
+
+    public init(_ provider: SocialProvider) {
+        switch provider {
+        case .apple: self = .apple
+        case .google: self = .google
+        }
+    }
+}
+
+public struct Identity: Sendable, Equatable {
+    public let id: UUID
+    public let userId: UUID
+    public let kind: String
+    public let subject: String
+    public let email: String?
+    public let createdAt: Date
+    public let lastUsedAt: Date?
+
+    public func json() -> [String: JSONValue] {
+        [
+            "identityId": .string(id.uuidString.lowercased()),
+            "kind": .string(kind),
+            "subject": .string(subject),
+            "email": email.map { .string($0) } ?? .null,
+            "createdAt": .string(ISO8601.milliseconds(createdAt)),
+            "lastUsedAt": lastUsedAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
+        ]
+    }
+}
