@@ -23,10 +23,14 @@ struct IdentityTests {
     @Test("a password user links Google by its verified e-mail; socialLogin then finds the same user; detach and the last identity")
     func linkAndDetach() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let (sdk, app) = try await social.makeApp(api, ["signupFlow": .string("none")])
+            // A handle proven by the e-mailed signup code.
+            let (sdk, app) = try await social.makeApp(api, ["signupFlow": .string("code")])
             let appId = app.string("appId")
             let handle = Self.unique("link")
             #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
+            let mail = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: handle).first)
+            let signupCode = try #require(sixDigitCode(in: mail.text))
+            #expect(try await sdk.post("/api/appuser/completeSignup", [("handle", SDK.handle(handle)), ("code", signupCode)]).status == .ok)
             let user = try await userId(api, appId, handle)
             #expect(try await kinds(api, appId, user) == ["password"])
             let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
@@ -57,8 +61,8 @@ struct IdentityTests {
 
             // The same Google account cannot be an identity of a second user.
             let second = Self.unique("second")
-            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(second)), ("password", SDK.md5("pw"))]).status == .ok)
-            let secondUser = try await userId(api, appId, second)
+            let secondUser = try #require((try await api.call(.post, "/admin/v1/apps/\(appId)/users",
+                                                               json: .object(["handle": .string(second), "password": .string("pw")]))).object["userId"]?.stringValue)
             let taken = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(secondUser)/identities",
                                            json: .object(["provider": .string("google"), "idToken": .string(try await social.idToken(.google, email: second, sub: sub))]))
             #expect(taken.status == .conflict && taken.errorCode == "identity_taken", "\(taken.text)")
@@ -81,6 +85,27 @@ struct IdentityTests {
             #expect((try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(passwordId)?deleteAccount=true")).status == .noContent)
             #expect((try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)")).status == .notFound)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: passwordSession)) == 405)
+        }
+    }
+
+    @Test("linking to a handle nobody proved removes the password and ends every session (no pre-registered takeover)")
+    func linkUnprovenHandle() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, app) = try await social.makeApp(api, ["signupFlow": .string("none")])
+            let appId = app.string("appId")
+            let handle = Self.unique("squat")
+            // Someone registers the address without proving it, and keeps a session.
+            let squatter = try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("attacker"))])
+            #expect(squatter.status == .ok)
+            let user = try await userId(api, appId, handle)
+            let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
+            let linked = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user)/identities",
+                                            json: .object(["provider": .string("google"), "idToken": .string(try await social.idToken(.google, email: handle, sub: sub))]))
+            #expect(linked.status == .created, "\(linked.text)")
+            #expect(try await kinds(api, appId, user) == ["google"])
+            #expect(code(try await sdk.login(handle, "attacker")) == 600)
+            #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: squatter.object.string("access-token"))) == 405)
+            #expect(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))]).status == .ok)
         }
     }
 

@@ -172,13 +172,15 @@ public struct EndUserFlows: Sendable {
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
-        try await Telemetry.sql("insert session") {
+        let opened = try await Telemetry.sql("insert session") {
             try await client.withConnection {
                 try await SessionStore.insert(
-                    $0, id: sessionId, appRef: app.ref, userId: user.id, method: method, origin: ClientOrigin.current,
-                    lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
+                    $0, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
+                    origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
             }
         }
+        // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
+        guard opened else { throw EndUserError.invalidCredentials }
         let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }

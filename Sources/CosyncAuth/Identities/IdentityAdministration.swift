@@ -66,6 +66,12 @@ extension UserAdministration {
     /// Links an Apple or Google account to a user who signs in with a password. **Rule:** the provider
     /// token must verify for the app, and the provider's verified e-mail must be the user's handle.
     /// After it, the legacy `socialLogin` with that provider account finds this user (no second account).
+    ///
+    /// When nobody ever proved the handle (no verified signup or invite code: signup without a code,
+    /// an admin-made or imported account), whoever registered it may not be its owner: the password is
+    /// removed and every session ends, so that an account pre-registered with someone else's address
+    /// cannot keep a way in once the real owner links it. The owner can set a password again through
+    /// forgotPassword.
     public func linkIdentity(appId: String, userId: String, input: [String: JSONValue], actor: String) async throws -> Identity {
         let app = try await apps.row(appId: appId)
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
@@ -83,9 +89,19 @@ extension UserAdministration {
                 }
                 try await IdentityStore.insert(
                     db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: email, logger: logger)
+                let handle = user.handle.lowercased()
+                let signedUp = try await EndUserStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
+                let invited = try await EndUserStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger)
+                let proven = signedUp || invited
+                if !proven {
+                    try await IdentityStore.deleteKind(db, userId: user.id, kind: .password, logger: logger)
+                    try await UserStore.clearPassword(db, id: user.id, logger: logger)
+                    _ = try await UserStore.revokeAll(db, appRef: app.ref, id: user.id, logger: logger)
+                }
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: appId, actor: actor, action: "identity.link",
-                    detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(provider.rawValue)], logger: logger)
+                    detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(provider.rawValue), "handleProven": .bool(proven)],
+                    logger: logger)
                 let all = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
                 guard let linked = all.first(where: { $0.kind == provider.rawValue }) else { throw StoreError.noRowReturned }
                 return linked

@@ -33,8 +33,13 @@ public struct ClientOrigin: Sendable {
 
     public init(address: String?, userAgent: String?) {
         self.address = address
-        // Stored as given, cut to the column's 512 characters.
-        self.userAgent = userAgent.map { String($0.prefix(512)) }
+        // Stored without control characters (PostgreSQL text holds no NUL), cut to the column's 512
+        // code points (what PostgreSQL's length() counts, not Swift's grapheme clusters).
+        self.userAgent = userAgent.map { agent in
+            var scalars = String.UnicodeScalarView()
+            scalars.append(contentsOf: agent.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(512))
+            return String(scalars)
+        }
     }
 
     @TaskLocal public static var current = ClientOrigin(address: nil, userAgent: nil)

@@ -516,14 +516,17 @@ extension Migrator {
             CREATE INDEX identities_user ON identities (user_id);
 
             -- The existing accounts: a social account gets its provider identity, an anonymous one its anonymous
-            -- identity, and every account with a password hash its password identity.
+            -- identity, and every account with a password hash its password identity. "Anonymous" is decided by
+            -- provenance: only loginAnonymous (and the import of such accounts) stores a handle with an upper-case
+            -- `ANON_` (every other way lower-cases handles), on an account of no provider. Such an account keeps
+            -- its anonymous identity even after a reset gave it a password (the device still calls loginAnonymous).
             INSERT INTO identities (app_ref, user_id, kind, subject, created_at)
             SELECT app_ref, id, login_provider, social_user_id, created_at FROM users
             WHERE login_provider IN ('apple', 'google') AND social_user_id IS NOT NULL;
 
             INSERT INTO identities (app_ref, user_id, kind, subject, created_at)
             SELECT app_ref, id, 'anonymous', handle, created_at FROM users
-            WHERE login_provider = 'anonymous' OR (password_hash IS NULL AND handle LIKE '%ANON\_%' AND social_user_id IS NULL)
+            WHERE login_provider = '' AND social_user_id IS NULL AND handle LIKE '%ANON\_%'
             ON CONFLICT DO NOTHING;
 
             INSERT INTO identities (app_ref, user_id, kind, subject, created_at)

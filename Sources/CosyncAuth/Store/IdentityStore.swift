@@ -25,6 +25,16 @@ public enum IdentityStore {
             """, logger: logger)
     }
 
+    /// Records the password identity of a user who has a password now (a reset can give one to an
+    /// account that had none, e.g. an anonymous one); nothing when it exists.
+    static func ensurePassword(_ db: PostgresConnection, appRef: Int64, userId: UUID, handle: String, logger: Logger) async throws {
+        try await db.query(
+            """
+            INSERT INTO identities (app_ref, user_id, kind, subject) VALUES (\(appRef), \(userId), 'password', \(handle.lowercased()))
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+
     /// The identity a new account is created with: the password's (subject: the handle, lower-cased)
     /// or, without a password, the anonymous handle's.
     static func insertInitial(_ db: PostgresConnection, user: User, logger: Logger) async throws {
@@ -97,7 +107,7 @@ public enum IdentityStore {
                 WHERE login_provider IN ('apple', 'google') AND social_user_id IS NOT NULL
             UNION ALL
             SELECT app_ref, id, 'anonymous', handle, created_at FROM batch
-                WHERE password_hash IS NULL AND social_user_id IS NULL AND handle LIKE '%ANON\\_%'
+                WHERE login_provider = '' AND social_user_id IS NULL AND handle LIKE '%ANON\\_%'
             UNION ALL
             SELECT app_ref, id, 'password', lower(handle), created_at FROM batch WHERE password_hash IS NOT NULL
             ON CONFLICT DO NOTHING

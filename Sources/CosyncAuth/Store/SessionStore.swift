@@ -15,16 +15,24 @@ public enum SessionStore {
         return sessions
     }
 
+    /// Opens a session for a user as the login saw it: only while the user is active and its token
+    /// version is still `tokenVersion`. A password change, reset, suspension or "sign out everywhere"
+    /// that committed while the login was checking its password moved the version on: then no session
+    /// is opened (false), and the login must fail, or it would outlive the revocation.
     static func insert(
-        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, method: SessionMethod, origin: ClientOrigin,
+        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, origin: ClientOrigin,
         lifetimeSeconds: Int, logger: Logger
-    ) async throws {
-        try await db.query(
+    ) async throws -> Bool {
+        let rows = try await db.query(
             """
             INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)
-            VALUES (\(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
-                    now() + make_interval(secs => \(lifetimeSeconds)::int))
+            SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
+                   now() + make_interval(secs => \(lifetimeSeconds)::int)
+            FROM users WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
+            RETURNING id
             """, logger: logger)
+        for try await _ in rows { return true }
+        return false
     }
 
     /// The user of a live session, in one statement: the session must exist, belong to the app and to

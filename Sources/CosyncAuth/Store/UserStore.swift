@@ -122,13 +122,16 @@ public enum UserStore {
             """, logger: logger)
     }
 
-    /// An anonymous account becomes permanent: new handle, and a password hash or a provider.
+    /// An anonymous account becomes permanent: new handle, and a password hash or a provider. Its
+    /// sessions stay; the token version moves on, so that an anonymous sign-in still running with the
+    /// old handle opens no session (`SessionStore.insert`).
     static func upgrade(
         _ db: PostgresConnection, id: UUID, handle: String, passwordHash: String?, loginProvider: String, logger: Logger
     ) async throws -> User {
         let rows = try await db.query(
             """
-            UPDATE users SET handle = \(handle), password_hash = \(passwordHash), login_provider = \(loginProvider), updated_at = now()
+            UPDATE users SET handle = \(handle), password_hash = \(passwordHash), login_provider = \(loginProvider),
+                token_version = token_version + 1, kept_token_hash = NULL, updated_at = now()
             WHERE id = \(id) RETURNING \(unescaped: columns)
             """, logger: logger)
         guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }

@@ -109,7 +109,7 @@ extension EndUserFlows {
         guard app.settings.anonymousLoginEnabled else { throw EndUserError.anonymousLoginDisabled }
         try requireActive(app)
         let user: User = try await client.transaction(logger: logger) { db in
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) {
+            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, forUpdate: true, logger: logger) {
                 // Only an account that signs in anonymously with this handle: not a password or social
                 // account whose handle happens to contain ANON_, nor one upgraded or detached since.
                 guard try await IdentityStore.has(db, userId: existing.id, kind: .anonymous, subject: handle, logger: logger) else {

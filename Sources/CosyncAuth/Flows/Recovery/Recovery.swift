@@ -85,6 +85,7 @@ extension EndUserFlows {
                 throw EndUserError.invalidData
             }
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
+            try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: user.id, handle: user.handle, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "resetPassword")
         }
     }

@@ -63,11 +63,21 @@ extension EndUserFlows {
             // Another way to sign in (610–612), unless the account was created with this provider and
             // has no provider account on record (an import without it): the verified e-mail links it.
             guard user.loginProvider == provider.rawValue else { throw Self.accountExists(user) }
-            try await client.transaction(logger: logger) { db in
-                try await IdentityStore.insert(
-                    db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
-                    logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue)])
+            do {
+                try await client.transaction(logger: logger) { db in
+                    try await IdentityStore.insert(
+                        db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
+                        logger: logger)
+                    try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue)])
+                }
+            } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+                // A concurrent login linked it first (same account: go on), or the provider account or
+                // this kind is another identity's now: not this user's token.
+                let now = try await client.withConnection {
+                    try await SecondFactorStore.socialMatch(
+                        $0, appRef: app.ref, provider: provider, email: identity.email, subject: identity.subject, logger: logger)
+                }
+                guard let now, now.linked, now.user.id == user.id else { throw EndUserError.invalidSocialToken }
             }
         }
         try requireActiveUser(user)
