@@ -78,12 +78,9 @@ extension UserAdministration {
         let (provider, verified) = try await providerIdentity(app: app, input: input)
         do {
             return try await client.transaction(logger: logger) { db in
-                guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
-                    throw AdminFailure.notFound("user")
-                }
-                guard try await IdentityStore.has(db, userId: user.id, kind: .password, logger: logger) else {
-                    throw AdminFailure.conflict(code: "no_password_identity", message: "only a user who signs in with a password can link a provider account")
-                }
+                let user = try await lockedUser(
+                    db, app: app, id: id, holding: .password,
+                    else: .conflict(code: "no_password_identity", message: "only a user who signs in with a password can link a provider account"))
                 guard let email = verified.email, email == user.handle.lowercased() else {
                     throw AdminFailure.invalid(FieldError("idToken", "email_mismatch", "the provider's verified e-mail must be the user's handle"))
                 }
@@ -148,12 +145,9 @@ extension UserAdministration {
         }
         do {
             return try await client.transaction(logger: logger) { db in
-                guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
-                    throw AdminFailure.notFound("user")
-                }
-                guard try await IdentityStore.has(db, userId: user.id, kind: .anonymous, logger: logger) else {
-                    throw AdminFailure.conflict(code: "not_anonymous", message: "only an anonymous account can be upgraded")
-                }
+                let user = try await lockedUser(
+                    db, app: app, id: id, holding: .anonymous,
+                    else: .conflict(code: "not_anonymous", message: "only an anonymous account can be upgraded"))
                 try await IdentityStore.deleteKind(db, userId: user.id, kind: .anonymous, logger: logger)
                 let upgraded: User
                 let kind: String
@@ -179,6 +173,15 @@ extension UserAdministration {
         } catch let error as PSQLError {
             throw Self.conflict(error) ?? error
         }
+    }
+
+    /// The user, locked for the transaction, when it holds an identity of `kind`; else `failure`.
+    func lockedUser(_ db: PostgresConnection, app: AppRow, id: UUID, holding kind: IdentityKind, else failure: AdminFailure) async throws -> User {
+        guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
+            throw AdminFailure.notFound("user")
+        }
+        guard try await IdentityStore.has(db, userId: user.id, kind: kind, logger: logger) else { throw failure }
+        return user
     }
 
     /// `{"provider": "apple"|"google", "idToken": "…"}` verified against the app's provider settings.
