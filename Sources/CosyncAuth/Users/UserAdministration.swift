@@ -43,6 +43,7 @@ public struct UserAdministration: Sendable {
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.create",
                     detail: ["userId": .string(user.id.uuidString.lowercased()), "handle": .string(handle)], logger: logger)
+                try await Events.record(db, app: app, type: .userCreated, user: user, data: ["actor": .string(actor)], logger: logger)
                 return user
             }
         } catch let error as PSQLError {
@@ -110,6 +111,7 @@ public struct UserAdministration: Sendable {
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.update",
                     detail: ["userId": .string(userId.lowercased()), "fields": .array(patch.keys.sorted().map { .string($0) })],
                     logger: logger)
+                try await Events.record(db, app: app, type: status == "suspended" ? .userSuspended : .userUpdated, user: updated, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
                 return updated
             }
         } catch let error as PSQLError {
@@ -127,6 +129,7 @@ public struct UserAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete",
                 detail: ["userId": .string(userId.lowercased()), "handle": .string(handle)], logger: logger)
+            try await Events.record(db, app: app, type: .userDeleted, userId: id, data: ["handle": .string(handle), "actor": .string(actor)], logger: logger)
         }
     }
 
@@ -149,6 +152,7 @@ public struct UserAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "user.password.set",
                 detail: ["userId": .string(userId.lowercased())], logger: logger)
+            try await Events.record(db, app: app, type: .userPasswordChanged, userId: id, data: ["actor": .string(actor)], logger: logger)
         }
     }
 

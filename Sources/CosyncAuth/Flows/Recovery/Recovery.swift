@@ -86,6 +86,7 @@ extension EndUserFlows {
             }
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "resetPassword")
+            try await Events.record(db, app: app, type: .userPasswordReset, user: user, logger: logger)
         }
     }
 
@@ -112,6 +113,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: false, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
+            try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)
         }
     }
 }
