@@ -52,6 +52,8 @@ struct OpenAPITests {
                 let path = template.replacingOccurrences(of: "{appId}", with: appId)
                     .replacingOccurrences(of: "{userId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{id}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{webhookId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{messageId}", with: "msg_" + UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{template}", with: "signUp").replacingOccurrences(of: "{locale}", with: "EN")
                 for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE"] where !methods.contains(method) {
                     let reply = try await api.call(HTTPRequest.Method(method) ?? .get, path)

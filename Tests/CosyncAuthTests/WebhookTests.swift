@@ -34,13 +34,20 @@ struct WebhookTests {
         let app = try await api.createApp("Webhooks", settings: settings)
         let appId = app.string("appId")
         let receiver = try await WebhookReceiver.start()
-        let created = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
-            "url": .string(receiver.url), "eventTypes": .array(types.map { .string($0.rawValue) }), "description": .string("tests"),
-        ]))
-        try #require(created.status == .created, "\(created.status) \(created.text)")
-        let secret = created.object.string("secret")
-        #expect(secret.hasPrefix("whsec_") && (WebhookSignature.keyBytes(secret)?.count ?? 0) >= 24)
-        try receiver.configure(secrets: [secret], fail: fail)
+        let created: API.Reply
+        let secret: String
+        do {
+            created = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
+                "url": .string(receiver.url), "eventTypes": .array(types.map { .string($0.rawValue) }), "description": .string("tests"),
+            ]))
+            try #require(created.status == .created, "\(created.status) \(created.text)")
+            secret = created.object.string("secret")
+            #expect(secret.hasPrefix("whsec_") && (WebhookSignature.keyBytes(secret)?.count ?? 0) >= 24)
+            try receiver.configure(secrets: [secret], fail: fail)
+        } catch {
+            receiver.stop()
+            throw error
+        }
         return Setup(
             appId: appId, appToken: app.string("appToken"), app: app, webhookId: created.object.string("webhookId"), secret: secret,
             receiver: receiver)
@@ -51,6 +58,16 @@ struct WebhookTests {
     func accessToken(_ outcome: LoginOutcome) throws -> String {
         guard case .tokens(let issued) = outcome else { throw WebhookReceiver.Failure(description: "expected tokens") }
         return issued.accessToken
+    }
+
+    /// The deliveries of an endpoint, for failure messages.
+    func deliveries(_ webhookId: String) async throws -> String {
+        try await TestEnvironment.value(
+            """
+            SELECT string_agg(format('%s %s attempts=%s round=%s due_in=%s err=%s', d.id, d.status, d.attempts, d.round_failures,
+                                     d.next_attempt - now(), d.last_error), '; ' ORDER BY d.id)
+            FROM webhook_deliveries d WHERE d.endpoint_id = \(UUID(uuidString: webhookId))
+            """, as: String?.self).flatMap { $0 } ?? "-"
     }
 
     @Test("the event types are the 18 of the issue")
@@ -100,7 +117,11 @@ struct WebhookTests {
                 ("user.created", locked), ("user.login.failed", locked), ("user.locked", locked), ("app.updated", ""),
                 ("signup.pending", pending),
             ]
-            let all = try await s.receiver.wait { received in received.filter { $0.status == 200 }.count >= expected.count }
+            let all = try await s.receiver.wait { received in
+                expected.allSatisfy { type, who in
+                    received.contains { $0.status == 200 && $0.type == type && ($0.data["handle"]?.stringValue ?? "") == who }
+                }
+            }
             let delivered = all.filter { $0.status == 200 }
             for (type, who) in expected {
                 #expect(delivered.contains { $0.type == type && ($0.data["handle"]?.stringValue ?? "") == who }, "missing \(type) for \(who)")
@@ -296,7 +317,9 @@ struct WebhookTests {
                 if endpoint["enabled"] == .bool(false) { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(endpoint["enabled"] == .bool(false) && endpoint["disabledReason"]?.stringValue?.contains("6 failed") == true, "\(endpoint)")
+            let state = try await deliveries(s.webhookId)
+            #expect(endpoint["enabled"] == .bool(false) && endpoint["disabledReason"]?.stringValue?.contains("6 failed") == true,
+                    "\(endpoint) \(state) \(s.receiver.received().map { "\($0.id) \($0.status)" })")
             let logs = try await api.call(.get, "/admin/v1/apps/\(s.appId)/logs")
             #expect(logs.json["logs"]?.arrayValue?.contains { $0["action"]?.stringValue == "webhook.disable" } == true)
             let countWhenDisabled = s.receiver.received().count

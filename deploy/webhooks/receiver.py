@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -82,7 +83,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
+def orphan_watch(parent):
+    # The receiver ends with the process that started it (a test run that failed or was killed).
+    while True:
+        time.sleep(1)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
 def main():
+    threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
     port = server.server_address[1]
     with open(os.path.join(DIR, "port.tmp"), "w") as f:

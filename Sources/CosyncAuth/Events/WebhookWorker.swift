@@ -153,10 +153,18 @@ public struct WebhookWorker: Service {
         let outcome = await send(claimed)
         let elapsed = ContinuousClock.now - started
         let latency = Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max)))
-        if outcome.success {
-            try await markDelivered(claimed, outcome: outcome, latency: latency)
-        } else {
-            try await markFailed(claimed, outcome: outcome, latency: latency)
+        do {
+            if outcome.success {
+                try await markDelivered(claimed, outcome: outcome, latency: latency)
+            } else {
+                try await markFailed(claimed, outcome: outcome, latency: latency)
+            }
+        } catch {
+            // The delivery stays `sending` until its lease runs out; then it is sent again, same webhook-id.
+            logger.error(
+                "could not record a webhook attempt",
+                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "error": "\(describeForOperator(error))"])
+            throw error
         }
     }
 
@@ -247,7 +255,7 @@ public struct WebhookWorker: Service {
             for try await flag in rows.decode(Bool.self) { justDisabled = flag }
             if justDisabled {
                 try await AuditLog.record(
-                    db, appRef: claimed.appRef, appId: claimed.appId, actor: "webhook-worker", action: "webhook.disable", status: "failure",
+                    db, appRef: claimed.appRef, appId: claimed.appId, actor: "webhook-worker", action: "webhook.disable", status: "error",
                     detail: ["webhookId": .string(claimed.endpoint.uuidString.lowercased()),
                              "reason": .string("\(settings.disableAfterFailures) failed attempts in a row")],
                     logger: logger)

@@ -45,7 +45,9 @@ final class WebhookReceiver: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [root.appendingPathComponent("deploy/webhooks/receiver.py").path, folder.path]
+        // Neither output may hold the test runner's pipes open after the tests end.
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         try process.run()
         let portFile = folder.appendingPathComponent("port")
         for _ in 0..<200 {
@@ -65,7 +67,9 @@ final class WebhookReceiver: Sendable {
         ])
         let temporary = folder.appendingPathComponent("config.tmp")
         try JSONCoding.encode(config).write(to: temporary)
-        _ = try FileManager.default.replaceItemAt(folder.appendingPathComponent("config.json"), withItemAt: temporary)
+        guard rename(temporary.path, folder.appendingPathComponent("config.json").path) == 0 else {
+            throw Failure(description: "could not write the receiver's config.json")
+        }
     }
 
     func received() -> [Received] {
