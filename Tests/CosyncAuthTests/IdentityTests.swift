@@ -85,6 +85,11 @@ struct IdentityTests {
             #expect((try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(passwordId)?deleteAccount=true")).status == .noContent)
             #expect((try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)")).status == .notFound)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: passwordSession)) == 405)
+            // The event stream recorded each step, in order.
+            let events = try await TestEnvironment.value(
+                "SELECT string_agg(type, ',' ORDER BY id) FROM events WHERE user_id = \(try #require(UUID(uuidString: user))) AND type LIKE 'identity.%'",
+                as: String?.self) ?? nil
+            #expect(events == "identity.linked,identity.detached,identity.detached", "\(events ?? "-")")
         }
     }
 

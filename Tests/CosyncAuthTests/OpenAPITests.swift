@@ -54,6 +54,8 @@ struct OpenAPITests {
                     .replacingOccurrences(of: "{id}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{sessionId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{identityId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{webhookId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{messageId}", with: "msg_" + UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{template}", with: "signUp").replacingOccurrences(of: "{locale}", with: "EN")
                 for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE"] where !methods.contains(method) {
                     let reply = try await api.call(HTTPRequest.Method(method) ?? .get, path)

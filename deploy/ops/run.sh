@@ -4,6 +4,7 @@
 #   backup-test.sh   pg_dump / pg_restore, the restored database serves the same users and tokens; doctor
 #   trace-test.sh    OTLP/HTTP JSON spans of a login; LOG_FORMAT=json logs
 #   dbdown-test.sh   PostgreSQL stopped under a running server: fast 503s, reconnect, SIGTERM exits 0
+#   webhook-kill-test.sh  a committed event survives SIGKILL: delivered after the restart, same webhook-id
 # Each starts its own throwaway PostgreSQL and server on free ports and cleans up after itself.
 # Prints a summary; exits 1 when any test fails. Builds nothing.
 #   OPS_TESTS="sigterm backup trace" to run a subset.
@@ -17,7 +18,7 @@ CURRENT=""
 trap 'echo; echo "ops: interrupted during $CURRENT" >&2; exit 130' INT TERM
 SUMMARY=()
 FAILED=0
-for name in ${OPS_TESTS:-sigterm dbdown backup trace}; do
+for name in ${OPS_TESTS:-sigterm dbdown backup trace webhook-kill}; do
   CURRENT="$name"
   echo "==================== $name-test.sh"
   start="$(date +%s.%N)"

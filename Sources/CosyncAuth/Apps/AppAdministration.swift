@@ -179,6 +179,7 @@ public struct AppAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.update",
                 detail: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
+            try await Events.record(db, app: updated, type: .appUpdated, userId: nil, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
             return try await view(of: updated, db: db)
         }
     }

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable {
     public var social = SocialProviders()
     /// How often an idle delivery worker looks for due outbox rows.
     public var courierPollInterval: Duration = .milliseconds(500)
+    /// Webhook delivery (COSYNC_WEBHOOK_*).
+    public var webhooks = WebhookSettings()
     /// The longest a request may take before it is answered 503 (`COSYNC_REQUEST_TIMEOUT_SECONDS`,
     /// default 15): a request caught by a database failure never hangs its client.
     public var requestTimeout: Duration = .seconds(15)
@@ -164,6 +166,7 @@ public struct ServerConfiguration: Sendable {
         if let minutes = try number("COSYNC_RESET_CODE_MINUTES", 5...10080) { flows.resetCodeLifetime = minutes * 60 }
         if let minutes = try number("COSYNC_PHONE_CODE_MINUTES", 5...1440) { flows.phoneCodeLifetime = minutes * 60 }
         if let seconds = try number("COSYNC_JWKS_MIN_REFETCH_SECONDS", 0...86400) { social.minimumRefetchInterval = .seconds(seconds) }
+        try webhooks.read(env)
     }
 
     public static func parseBcryptCost(_ value: String?) throws -> Int {

@@ -260,9 +260,11 @@ public struct EndUserFlows: Sendable {
         _ db: PostgresConnection, app: AppRow, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
     ) async throws -> User {
         do {
-            return try await UserStore.insert(
+            let user = try await UserStore.insert(
                 db, appRef: app.ref, handle: handle, userName: nil, passwordHash: passwordHash, locale: locale, metaData: metadata,
                 logger: logger)
+            try await Events.record(db, app: app, type: .userCreated, user: user, logger: logger)
+            return user
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             throw EndUserError.handleAlreadyRegistered
         }

@@ -51,13 +51,17 @@ extension UserAdministration {
                         code: "last_identity", message: "this is the user's last way to sign in; pass deleteAccount=true to delete the account")
                 }
                 _ = try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger)
+                try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
+                try await Events.record(db, app: app, type: .userDeleted, user: user, data: ["actor": .string(actor)], logger: logger)
                 try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete", detail: detail, logger: logger)
                 return .accountDeleted
             }
             if removed.kind == IdentityKind.password.rawValue {
                 try await UserStore.clearPassword(db, id: user.id, logger: logger)
             }
-            try await SessionStore.deleteAll(db, userId: user.id, methods: Self.sessionMethods(of: removed.kind), logger: logger)
+            let ended = try await SessionStore.deleteAll(db, userId: user.id, methods: Self.sessionMethods(of: removed.kind), logger: logger)
+            try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
+            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "identity_detached", logger: logger)
             try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)
             return .detached
         }
@@ -93,8 +97,10 @@ extension UserAdministration {
                 if !proven {
                     try await IdentityStore.deleteKind(db, userId: user.id, kind: .password, logger: logger)
                     try await UserStore.clearPassword(db, id: user.id, logger: logger)
-                    _ = try await UserStore.revokeAll(db, appRef: app.ref, id: user.id, logger: logger)
+                    let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: user.id, logger: logger) ?? []
+                    try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "unproven_handle_linked", logger: logger)
                 }
+                try await Events.record(db, app: app, type: .identityLinked, user: user, data: ["kind": .string(provider.rawValue)], logger: logger)
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: appId, actor: actor, action: "identity.link",
                     detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(provider.rawValue), "handleProven": .bool(proven)],
@@ -164,6 +170,8 @@ extension UserAdministration {
                         db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: handle, logger: logger)
                     kind = provider.rawValue
                 }
+                try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string("anonymous")], logger: logger)
+                try await Events.record(db, app: app, type: .identityLinked, user: upgraded, data: ["kind": .string(kind)], logger: logger)
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.upgrade",
                     detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(kind), "handle": .string(upgraded.handle)],

@@ -21,6 +21,10 @@ extension UserAdministration {
             guard try await SessionStore.delete(db, appRef: app.ref, userId: id, sessionId: session, logger: logger) else {
                 throw AdminFailure.notFound("session")
             }
+            try await Events.record(
+                db, app: app, type: .sessionRevoked, userId: id,
+                data: ["sessionIds": .array([.string(session.uuidString.lowercased())]), "reason": .string("admin"), "actor": .string(actor)],
+                logger: logger)
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "session.revoke",
                 detail: ["userId": .string(id.uuidString.lowercased()), "sessionId": .string(session.uuidString.lowercased())],
@@ -37,6 +41,11 @@ extension UserAdministration {
             guard let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: id, logger: logger) else {
                 throw AdminFailure.notFound("user")
             }
+            try await Events.record(
+                db, app: app, type: .sessionRevoked, userId: id,
+                data: ["sessionIds": .array(ended.map { .string($0.uuidString.lowercased()) }), "reason": .string("sign_out_everywhere"),
+                       "actor": .string(actor)],
+                logger: logger)
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "session.revokeAll",
                 detail: ["userId": .string(id.uuidString.lowercased()), "sessions": .int(ended.count)], logger: logger)

@@ -79,10 +79,14 @@ public enum SessionStore {
         return ended
     }
 
-    /// Ends the sessions of a user opened by one of `methods`.
-    static func deleteAll(_ db: PostgresConnection, userId: UUID, methods: [String], logger: Logger) async throws {
-        guard !methods.isEmpty else { return }
-        try await db.query("DELETE FROM sessions WHERE user_id = \(userId) AND method = ANY(\(methods))", logger: logger)
+    /// Ends the sessions of a user opened by one of `methods`; returns the ended ids.
+    static func deleteAll(_ db: PostgresConnection, userId: UUID, methods: [String], logger: Logger) async throws -> [UUID] {
+        guard !methods.isEmpty else { return [] }
+        let rows = try await db.query(
+            "DELETE FROM sessions WHERE user_id = \(userId) AND method = ANY(\(methods)) RETURNING id", logger: logger)
+        var ended: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ended.append(id) }
+        return ended
     }
 
     /// Removes sessions that expired more than a day ago (housekeeping; an expired row already

@@ -46,6 +46,7 @@ public struct UserAdministration: Sendable {
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.create",
                     detail: ["userId": .string(user.id.uuidString.lowercased()), "handle": .string(handle)], logger: logger)
+                try await Events.record(db, app: app, type: .userCreated, user: user, data: ["actor": .string(actor)], logger: logger)
                 return user
             }
         } catch let error as PSQLError {
@@ -106,7 +107,8 @@ public struct UserAdministration: Sendable {
                     if status == "suspended" {  // suspension ends every session and access token
                         user.tokenVersion += 1
                         user.keptTokenHash = nil
-                        try await SessionStore.deleteAll(db, userId: user.id, logger: logger)
+                        let ended = try await SessionStore.deleteAll(db, userId: user.id, logger: logger)
+                        try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "suspended", logger: logger)
                     }
                 }
                 if let metaData { user.metaData = metaData }
@@ -117,6 +119,7 @@ public struct UserAdministration: Sendable {
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.update",
                     detail: ["userId": .string(userId.lowercased()), "fields": .array(patch.keys.sorted().map { .string($0) })],
                     logger: logger)
+                try await Events.record(db, app: app, type: status == "suspended" ? .userSuspended : .userUpdated, user: updated, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
                 return updated
             }
         } catch let error as PSQLError {
@@ -134,6 +137,7 @@ public struct UserAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete",
                 detail: ["userId": .string(userId.lowercased()), "handle": .string(handle)], logger: logger)
+            try await Events.record(db, app: app, type: .userDeleted, userId: id, data: ["handle": .string(handle), "actor": .string(actor)], logger: logger)
         }
     }
 
@@ -156,6 +160,7 @@ public struct UserAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "user.password.set",
                 detail: ["userId": .string(userId.lowercased())], logger: logger)
+            try await Events.record(db, app: app, type: .userPasswordChanged, userId: id, data: ["actor": .string(actor)], logger: logger)
         }
     }
 

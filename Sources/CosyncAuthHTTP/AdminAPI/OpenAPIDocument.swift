@@ -83,6 +83,29 @@ enum OpenAPIDocument {
                   auth: .operatorOrAppSecret, success: ("200", "MessageList"), query: ["to", "limit", "cursor"]),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/logs", summary: "Audit log",
                   auth: .operatorOrAppSecret, success: ("200", "LogList"), query: ["limit", "cursor"]),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/webhooks", summary: "Webhook endpoints of this app",
+                  auth: .operatorOrAppSecret, success: ("200", "WebhookList")),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks",
+                  summary: "Add a webhook endpoint (its signing secret is shown only in this answer)", auth: .operatorOrAppSecret,
+                  body: "WebhookInput", success: ("201", "WebhookCreated")),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}", summary: "Read a webhook endpoint",
+                  auth: .operatorOrAppSecret, success: ("200", "Webhook")),
+        Operation(method: "patch", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}", summary: "Change a webhook endpoint",
+                  auth: .operatorOrAppSecret, body: "WebhookPatch", success: ("200", "Webhook")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}", summary: "Delete a webhook endpoint",
+                  auth: .operatorOrAppSecret, success: ("204", nil)),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/disable", summary: "Stop deliveries to an endpoint",
+                  auth: .operatorOrAppSecret, success: ("200", "Webhook")),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/rotate-secret",
+                  summary: "Issue a new signing secret; the previous one also signs until previousSecretExpiresAt",
+                  auth: .operatorOrAppSecret, success: ("200", "WebhookSecretRotation")),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/attempts", summary: "Delivery attempts, newest first",
+                  auth: .operatorOrAppSecret, success: ("200", "WebhookAttemptList"), query: ["limit", "cursor"]),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/messages/{messageId}/replay",
+                  summary: "Send one message again (same webhook-id)", auth: .operatorOrAppSecret, success: ("202", "WebhookMessageReplay")),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/replay",
+                  summary: "Send again every delivered or dead message since a time", auth: .operatorOrAppSecret,
+                  body: "WebhookReplayInput", success: ("202", "WebhookReplay")),
         Operation(method: "get", path: "/admin/v1/openapi.json", summary: "This document", auth: .none, success: ("200", nil)),
         Operation(method: "get", path: "/apps/{appId}/.well-known/jwks.json", summary: "The app's public keys (JWKS)",
                   auth: .none, success: ("200", "JWKS")),
@@ -262,6 +285,22 @@ enum OpenAPIDocument {
         let password = text(max: 1024, min: 1, pattern: noNUL).objectValue.map {
             JSONValue.object($0.merging(["writeOnly": .bool(true), "description": .string("plaintext; the app's password policy applies")]) { a, _ in a })
         } ?? type("string")
+        let eventTypes = EventType.allCases.map(\.rawValue)
+        let webhookInput: [String: JSONValue] = [
+            "url": text(max: WebhookURLGuard.maxLength, min: 1, pattern: noNUL).objectValue.map {
+                JSONValue.object($0.merging(["description": .string("https URL whose host resolves only to public addresses (the SSRF rule)")]) { a, _ in a })
+            } ?? type("string"),
+            "eventTypes": type("array", ["items": enumeration(eventTypes), "minItems": .int(1), "maxItems": .int(eventTypes.count),
+                                         "uniqueItems": .bool(true)]),
+            "description": text(max: 500),
+        ]
+        let webhook: [String: JSONValue] = [
+            "webhookId": uuid, "url": type("string"), "eventTypes": type("array", ["items": type("string")]),
+            "description": type("string"), "enabled": type("boolean"), "disabledReason": nullable("string"),
+            "consecutiveFailures": type("integer"), "previousSecretExpiresAt": nullable("string", ["format": .string("date-time")]),
+            "createdAt": dateTime, "updatedAt": dateTime,
+        ]
+        let secret = type("string", ["pattern": .string("^whsec_[A-Za-z0-9+/]+=*$"), "description": .string("shown only here")])
         return [
             "Error": object(["error": object(["code": type("string"), "message": type("string"), "field": type("string")],
                                              required: ["code", "message"])], required: ["error"]),
@@ -319,6 +358,21 @@ enum OpenAPIDocument {
                                 "detail": ref("AnyJSON"), "createdAt": dateTime],
                                required: ["id", "actor", "action", "status", "detail", "createdAt"]),
             "LogList": list("logs", "LogEntry"),
+            "WebhookInput": object(webhookInput, required: ["url", "eventTypes"]),
+            "WebhookPatch": object(webhookInput.merging(["enabled": type("boolean")]) { a, _ in a }),
+            "Webhook": object(webhook, required: Array(webhook.keys)),
+            "WebhookCreated": object(webhook.merging(["secret": secret]) { a, _ in a }, required: Array(webhook.keys) + ["secret"]),
+            "WebhookList": list("webhooks", "Webhook"),
+            "WebhookSecretRotation": object(["webhookId": uuid, "secret": secret, "previousSecretExpiresAt": nullable("string", ["format": .string("date-time")])],
+                                            required: ["webhookId", "secret", "previousSecretExpiresAt"]),
+            "WebhookAttempt": object(["id": type("integer"), "messageId": type("string"), "eventType": enumeration(EventType.allCases.map(\.rawValue)),
+                                      "attempt": type("integer"), "httpStatus": nullable("integer"), "error": nullable("string"),
+                                      "latencyMs": type("integer"), "createdAt": dateTime],
+                                     required: ["id", "messageId", "eventType", "attempt", "httpStatus", "error", "latencyMs", "createdAt"]),
+            "WebhookAttemptList": list("attempts", "WebhookAttempt"),
+            "WebhookMessageReplay": object(["messageId": type("string"), "status": enumeration(["pending"])], required: ["messageId", "status"]),
+            "WebhookReplayInput": object(["since": dateTime], required: ["since"]),
+            "WebhookReplay": object(["replayed": type("integer", ["minimum": .int(0)])], required: ["replayed"]),
             "JWKS": object(["keys": type("array", ["items": type("object", ["required": strings(["kid", "kty"])])])], required: ["keys"]),
             "Status": object(["status": type("string")], required: ["status"]),
         ]
@@ -329,7 +383,8 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id", "sessionId", "identityId": uuid
+        case "userId", "id", "sessionId", "identityId", "webhookId": uuid
+        case "messageId": type("string", ["pattern": .string("^msg_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")])
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
         default: type("string")
@@ -355,7 +410,7 @@ enum OpenAPIDocument {
         if op.path.contains("{") { statuses.insert("404") }
         if !op.query.isEmpty { statuses.insert("400") }
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
-        if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput"].contains(op.body ?? "") { statuses.insert("409") }
+        if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         return statuses.sorted()
     }
@@ -398,6 +453,12 @@ enum OpenAPIDocument {
             result = operations.filter { $0.path == op.path && $0.method != op.method }.map {
                 link(to: $0, ["appId": "$request.path.appId", "template": "$response.body#/template", "locale": "$response.body#/locale"])
             }
+        case ("post", "\(apps)/webhooks"):
+            result = targets(under: "\(apps)/webhooks/{webhookId}", with: ["appId", "webhookId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "webhookId": "$response.body#/webhookId"]) }
+        case ("get", "\(apps)/webhooks"):
+            result = targets(under: "\(apps)/webhooks/{webhookId}", with: ["appId", "webhookId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "webhookId": "$response.body#/webhooks/0/webhookId"]) }
         default: break
         }
         return Dictionary(result, uniquingKeysWith: { a, _ in a })

@@ -27,6 +27,7 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     UserRoutes(services: services).register(on: admin)
     IdentityRoutes(services: services).register(on: admin)
     RecordRoutes(services: services).register(on: admin)
+    WebhookRoutes(services: services).register(on: admin)
     return router
 }
 
@@ -48,7 +49,8 @@ public func buildApplication(
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
         services: runDeliveryWorker
-            ? [services.databaseMonitor(), services.deliveryWorker(), LimitHousekeeping(client: services.client, logger: services.logger)] : [],
+            ? [services.databaseMonitor(), services.deliveryWorker(), services.webhookWorker(),
+               LimitHousekeeping(client: services.client, logger: services.logger)] : [],
         logger: logger)
 }
 

@@ -42,6 +42,9 @@ enum TestEnvironment {
             "COSYNC_JWKS_MIN_REFETCH_SECONDS": "0",
             // Tests play several clients from 127.0.0.1 through X-Forwarded-For.
             "COSYNC_TRUSTED_PROXIES": "127.0.0.0/8",
+            // Webhooks go to receivers on 127.0.0.1 over http, with short waits (WebhookTests).
+            "COSYNC_WEBHOOK_ALLOW_HTTP": "1", "COSYNC_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
+            "COSYNC_WEBHOOK_RETRY_SECONDS": WebhookTests.retrySchedule, "COSYNC_WEBHOOK_DISABLE_AFTER": "\(WebhookTests.disableAfter)",
         ])
         let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
@@ -55,6 +58,14 @@ enum TestEnvironment {
             Task.detached {
                 while true {
                     if (try? await worker.deliverDue()) ?? 0 == 0 { try? await Task.sleep(for: .milliseconds(30)) }
+                }
+            }
+        }
+        let webhooks = services.webhookWorker(pollInterval: .milliseconds(30))
+        for _ in 0..<4 {
+            Task.detached {
+                while true {
+                    if (try? await webhooks.deliverDue()) ?? 0 == 0 { try? await Task.sleep(for: .milliseconds(30)) }
                 }
             }
         }

@@ -98,6 +98,7 @@ extension EndUserFlows {
                     db, app: app, template: "invite", locale: mailLocale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
                     logger: logger)
                 try await audit(db, app: app, handle: actor, action: "invite", detail: ["invitee": .string(invitee)])
+                try await Events.record(db, app: app, type: .inviteSent, userId: nil, data: ["handle": .string(invitee), "senderHandle": .string(senderHandle)], logger: logger)
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             // The same sender invited the same handle at the same moment: that request's invite and
@@ -163,6 +164,7 @@ extension EndUserFlows {
             try await EndUserStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
             try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
             try await audit(db, app: app, handle: handle, action: "register")
+            try await Events.record(db, app: app, type: .inviteAccepted, user: user, data: ["senderHandle": invite.senderHandle.map { .string($0) } ?? .null], logger: logger)
             return .ok(user, invite)
         }
         switch check {

@@ -46,6 +46,7 @@ extension EndUserFlows {
         }
         guard PasswordHasher.isMD5Hex(password), try await throttle.check({ try await verifyPassword(password, user: user) }) else {
             Telemetry.login("wrong_password", appId: app.appId)
+            await recordFailedLogin(app: app, user: user, throttle: throttle)
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
@@ -75,6 +76,7 @@ extension EndUserFlows {
             try await client.withConnection { db in
                 try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "login")
+                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: logger)
             }
         }
         return .tokens(issued)

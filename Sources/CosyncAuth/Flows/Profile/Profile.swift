@@ -31,6 +31,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.setMetadata(db, userId: user.id, metadata: updated, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setUserMetadata")
+            try await Events.record(db, app: app, type: .userUpdated, user: user, data: ["fields": .array([.string("metaData")])], logger: logger)
         }
     }
 
@@ -76,6 +77,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.setLocale(db, userId: user.id, locale: locale, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setLocale", detail: ["locale": .string(locale)])
+            try await Events.record(db, app: app, type: .userUpdated, user: user, data: ["fields": .array([.string("locale")])], logger: logger)
         }
     }
 
@@ -114,6 +116,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await EndUserStore.deleteUser(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "deleteAccount")
+            try await Events.record(db, app: app, type: .userDeleted, user: user, logger: logger)
         }
     }
 }

@@ -84,9 +84,11 @@ extension EndUserFlows {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: userId, forUpdate: true, logger: logger) else {
                 throw EndUserError.invalidData
             }
-            try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
+            let ended = try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
+            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_reset", logger: logger)
             try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: user.id, handle: user.handle, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "resetPassword")
+            try await Events.record(db, app: app, type: .userPasswordReset, user: user, logger: logger)
         }
     }
 
@@ -113,10 +115,12 @@ extension EndUserFlows {
         }
         let hash = try await hasher.hash(md5Hex: md5)
         try await client.transaction(logger: logger) { db in
-            try await EndUserStore.setPassword(
+            let ended = try await EndUserStore.setPassword(
                 db, userId: user.id, hash: hash, disableSecondFactor: false, keepSession: caller.sessionId,
                 keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
+            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
+            try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)
         }
     }
 }

@@ -74,6 +74,7 @@ extension EndUserFlows {
             try await client.withConnection { db in
                 try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete")
+                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, data: ["secondFactor": .bool(true)], logger: logger)
             }
             return issued
         }
@@ -186,6 +187,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await SecondFactorStore.setTwoFactor(db, userId: user.id, phone: on, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setTwoFactorPhoneVerification", detail: ["enabled": .bool(on)])
+            try await Events.record(db, app: app, type: on ? .userSecondFactorEnabled : .userSecondFactorDisabled, user: user, data: ["factor": .string("phone")], logger: logger)
         }
     }
 
@@ -200,6 +202,7 @@ extension EndUserFlows {
             try await client.transaction(logger: logger) { db in
                 try await SecondFactorStore.setTwoFactor(db, userId: user.id, google: false, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(false)])
+                try await Events.record(db, app: app, type: .userSecondFactorDisabled, user: user, data: ["factor": .string("google")], logger: logger)
             }
             return nil
         }
@@ -217,6 +220,7 @@ extension EndUserFlows {
                     values: ["CODE": displayKey, "HANDLE": user.handle], attachment: (name: "QRCode.png", data: png), logger: logger)
             }
             try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(true)])
+            try await Events.record(db, app: app, type: .userSecondFactorEnabled, user: user, data: ["factor": .string("google")], logger: logger)
         }
         return AuthenticatorSetup(googleSecretKey: displayKey, qrDataImage: "data:image/png;base64," + Data(png).base64EncodedString())
     }

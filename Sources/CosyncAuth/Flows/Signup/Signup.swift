@@ -80,6 +80,7 @@ extension EndUserFlows {
                         codeSealed: try sealCode(code, purpose: "signup-code:\(id)"), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
                     try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
+                    try await Events.record(db, app: app, type: .signupPending, userId: nil, data: ["handle": .string(handle)], logger: logger)
                 }
                 let mailLocale = pending.flatMap { isLive($0) ? $0.locale : nil } ?? locale
                 if flow == .code {

@@ -69,6 +69,7 @@ extension EndUserFlows {
                         db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
                         logger: logger)
                     try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue)])
+                    try await Events.record(db, app: app, type: .identityLinked, user: user, data: ["kind": .string(provider.rawValue)], logger: logger)
                 }
             } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
                 // A concurrent login linked it first (same account: go on), or the provider account or

@@ -1,0 +1,21 @@
+/// What can happen to a user or an app that a webhook endpoint may subscribe to.
+public enum EventType: String, Sendable, CaseIterable, Codable {
+    case userCreated = "user.created"
+    case userDeleted = "user.deleted"
+    case userUpdated = "user.updated"
+    case userSuspended = "user.suspended"
+    case userLoginSucceeded = "user.login.succeeded"
+    case userLoginFailed = "user.login.failed"
+    case userLocked = "user.locked"
+    case userPasswordChanged = "user.password.changed"
+    case userPasswordReset = "user.password.reset"
+    case userSecondFactorEnabled = "user.second_factor.enabled"
+    case userSecondFactorDisabled = "user.second_factor.disabled"
+    case signupPending = "signup.pending"
+    case inviteSent = "invite.sent"
+    case inviteAccepted = "invite.accepted"
+    case sessionRevoked = "session.revoked"
+    case identityLinked = "identity.linked"
+    case identityDetached = "identity.detached"
+    case appUpdated = "app.updated"
+}

@@ -1,0 +1,295 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+
+/// Sends webhook deliveries, one at a time per lane, on every node. Like the e-mail outbox:
+///
+/// 1. **claim**: one statement takes the oldest due delivery (`FOR UPDATE SKIP LOCKED`) whose
+///    endpoint is enabled and that no earlier undelivered event of the same user on the same endpoint
+///    holds back; it becomes `sending`, its attempt is counted and `next_attempt` moves forward by the
+///    lease;
+/// 2. **send**: the signed POST, outside any transaction, under `settings.timeout`;
+/// 3. **mark**: `delivered`, or back to `pending` after the next wait of the retry schedule (with
+///    jitter), or `dead` once the schedule is used up. Each attempt is logged in `webhook_attempts`.
+///
+/// A node that dies between 1 and 3 leaves the delivery `sending`; once its lease runs out another
+/// worker sends it again with the same `webhook-id`, so receivers can drop the duplicate.
+public struct WebhookWorker: Service {
+    let client: PostgresClient
+    let box: SecretBox
+    let settings: WebhookSettings
+    let logger: Logger
+    let pollInterval: Duration
+    let lanes: Int
+    let leaseSeconds: Int
+
+    public init(
+        client: PostgresClient, box: SecretBox, settings: WebhookSettings, logger: Logger, pollInterval: Duration = .milliseconds(500),
+        lanes: Int = 4
+    ) {
+        self.client = client
+        self.box = box
+        self.settings = settings
+        self.logger = logger
+        self.pollInterval = pollInterval
+        self.lanes = max(1, lanes)
+        self.leaseSeconds = Int(settings.timeout.components.seconds) + 30
+    }
+
+    /// One HTTP client for every webhook: redirects are not followed (a redirect could lead past the
+    /// address check), and it lives as long as the process.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
+        configuration.decompression = .disabled
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<lanes {
+                group.addTask {
+                    while !Task.isCancelled, !Task.isShuttingDownGracefully {
+                        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
+                        guard let claimed = claimed ?? nil else {
+                            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
+                            continue
+                        }
+                        let inFlight = Task { try await deliver(claimed) }
+                        _ = try? await withDeadline(settings.timeout + .seconds(5)) { try await inFlight.value }
+                    }
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled, !Task.isShuttingDownGracefully {
+                    await sampleMetrics()
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
+                }
+            }
+        }
+    }
+
+    /// Sends due deliveries one by one, at most `limit`. Returns how many were handled (for tests).
+    @discardableResult
+    public func deliverDue(limit: Int = 20) async throws -> Int {
+        var handled = 0
+        while handled < limit, let claimed = try await claim() {
+            try await deliver(claimed)
+            handled += 1
+        }
+        return handled
+    }
+
+    func sampleMetrics() async {
+        do {
+            let (count, age) = try await client.withConnection { try await EventStore.backlog($0, logger: logger) }
+            Gauge(label: "cosync_webhook_backlog").record(count)
+            Gauge(label: "cosync_webhook_oldest_undelivered_seconds").record(age)
+        } catch {
+            logger.debug("webhook metrics sample skipped", metadata: ["reason": "\(describeForOperator(error))"])
+        }
+    }
+
+    struct Claimed: Sendable {
+        let delivery: Int64
+        let endpoint: UUID
+        let appRef: Int64
+        let appId: String
+        let url: String
+        let event: UUID
+        let type: String
+        let body: String
+        let attempt: Int
+        let roundFailures: Int
+        let secret: Data
+        let previousSecret: Data?
+    }
+
+    /// Step 1. An earlier delivery of the same user to the same endpoint that is still pending or being
+    /// sent holds this one back (the per-user order); a dead one does not.
+    func claim() async throws -> Claimed? {
+        let rows = try await client.query(
+            """
+            WITH due AS (
+                SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+                WHERE d.status IN ('pending', 'sending') AND d.next_attempt <= now() AND w.enabled
+                  AND NOT EXISTS (
+                      SELECT 1 FROM webhook_deliveries p
+                      WHERE d.user_id IS NOT NULL AND p.endpoint_id = d.endpoint_id AND p.user_id = d.user_id
+                        AND p.event_ref < d.event_ref AND p.status IN ('pending', 'sending'))
+                ORDER BY d.next_attempt, d.id LIMIT 1
+                FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE webhook_deliveries d SET status = 'sending', attempts = d.attempts + 1,
+                next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
+            FROM due, webhook_endpoints w, events e, apps a
+            WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_ref AND a.id = w.app_ref
+            RETURNING d.id, w.id, a.id, a.app_id, w.url, e.event_id, e.type, e.body, d.attempts, d.round_failures, w.secret_sealed,
+                      CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END
+            """, logger: logger)
+        for try await c in rows.decode((Int64, UUID, Int64, String, String, UUID, String, String, Int, Int, Data, Data?).self) {
+            return Claimed(
+                delivery: c.0, endpoint: c.1, appRef: c.2, appId: c.3, url: c.4, event: c.5, type: c.6, body: c.7, attempt: c.8,
+                roundFailures: c.9, secret: c.10, previousSecret: c.11)
+        }
+        return nil
+    }
+
+    /// The outcome of one attempt.
+    struct Outcome: Sendable {
+        var status: Int?
+        var error: String?
+        var success: Bool { status.map { (200..<300).contains($0) } ?? false }
+    }
+
+    /// Steps 2 and 3.
+    func deliver(_ claimed: Claimed) async throws {
+        let started = ContinuousClock.now
+        let outcome = await send(claimed)
+        let elapsed = ContinuousClock.now - started
+        let latency = Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max)))
+        do {
+            if outcome.success {
+                try await markDelivered(claimed, outcome: outcome, latency: latency)
+            } else {
+                try await markFailed(claimed, outcome: outcome, latency: latency)
+            }
+        } catch {
+            // The delivery stays `sending` until its lease runs out; then it is sent again, same webhook-id.
+            logger.error(
+                "could not record a webhook attempt",
+                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "error": "\(describeForOperator(error))"])
+            throw error
+        }
+    }
+
+    /// The headers of one attempt: the webhook-id is the event's, whatever the attempt.
+    func headers(_ claimed: Claimed, timestamp: Int) throws -> [(String, String)] {
+        let purpose = WebhookAdministration.purpose(claimed.endpoint)
+        var secrets = [String(decoding: try box.open(claimed.secret, purpose: purpose), as: UTF8.self)]
+        if let previous = claimed.previousSecret {
+            secrets.append(String(decoding: try box.open(previous, purpose: purpose), as: UTF8.self))
+        }
+        let id = WebhookMessageId.of(claimed.event)
+        return [
+            ("content-type", "application/json"), ("user-agent", "CosyncAuth-Webhooks/1"), ("webhook-id", id),
+            ("webhook-timestamp", String(timestamp)),
+            ("webhook-signature", WebhookSignature.header(secrets: secrets, id: id, timestamp: timestamp, body: claimed.body)),
+        ]
+    }
+
+    func send(_ claimed: Claimed) async -> Outcome {
+        if let refusal = await settings.guardRule.check(claimed.url) {
+            return Outcome(status: nil, error: "refused: \(refusal.message)")
+        }
+        do {
+            var request = HTTPClientRequest(url: claimed.url)
+            request.method = .POST
+            for (name, value) in try headers(claimed, timestamp: Int(Date().timeIntervalSince1970)) {
+                request.headers.add(name: name, value: value)
+            }
+            request.body = .bytes(ByteBuffer(string: claimed.body))
+            let limit = settings.timeout
+            let prepared = request
+            let status = try await withDeadline(limit) {
+                let response = try await Self.http.execute(prepared, timeout: .seconds(limit.components.seconds))
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                return Int(response.status.code)
+            }
+            return Outcome(status: status, error: (200..<300).contains(status) ? nil : "HTTP \(status)")
+        } catch is DeadlineExceeded {
+            return Outcome(status: nil, error: "timed out after \(settings.timeout)")
+        } catch {
+            return Outcome(status: nil, error: "\(type(of: error))")
+        }
+    }
+
+    func markDelivered(_ claimed: Claimed, outcome: Outcome, latency: Int) async throws {
+        try await client.transaction(logger: logger) { db in
+            try await db.query(
+                """
+                UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_error = NULL
+                WHERE id = \(claimed.delivery) AND status = 'sending' AND attempts = \(claimed.attempt)
+                """, logger: logger)
+            try await logAttempt(db, claimed, outcome: outcome, latency: latency)
+            try await db.query("UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = \(claimed.endpoint)", logger: logger)
+        }
+    }
+
+    /// The wait before the next attempt after `failures` failures in this round, with ±20 % jitter, or
+    /// nil when the schedule is used up.
+    static func backoff(failures: Int, schedule: [Double]) -> Double? {
+        guard failures >= 1, failures <= schedule.count else { return nil }
+        return schedule[failures - 1] * Double.random(in: 0.8...1.2)
+    }
+
+    func markFailed(_ claimed: Claimed, outcome: Outcome, latency: Int) async throws {
+        let failures = claimed.roundFailures + 1
+        let wait = Self.backoff(failures: failures, schedule: settings.retrySchedule)
+        let reason = outcome.error ?? "failed"
+        Counter(label: "cosync_webhook_failures_total", dimensions: [("endpoint", claimed.endpoint.uuidString.lowercased())]).increment()
+        let disabled: Bool = try await client.transaction(logger: logger) { db in
+            try await db.query(
+                """
+                UPDATE webhook_deliveries SET last_error = \(reason), round_failures = \(failures),
+                    status = \(wait == nil ? "dead" : "pending"),
+                    next_attempt = now() + make_interval(secs => \(wait ?? 0)::float8)
+                WHERE id = \(claimed.delivery) AND status = 'sending' AND attempts = \(claimed.attempt)
+                """, logger: logger)
+            try await logAttempt(db, claimed, outcome: outcome, latency: latency)
+            let rows = try await db.query(
+                """
+                UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,
+                    enabled = CASE WHEN consecutive_failures + 1 >= \(settings.disableAfterFailures) THEN false ELSE enabled END,
+                    disabled_reason = CASE WHEN enabled AND consecutive_failures + 1 >= \(settings.disableAfterFailures)
+                        THEN \("disabled after \(settings.disableAfterFailures) failed attempts in a row") ELSE disabled_reason END
+                WHERE id = \(claimed.endpoint)
+                RETURNING (NOT enabled) AND consecutive_failures = \(settings.disableAfterFailures)
+                """, logger: logger)
+            var justDisabled = false
+            for try await flag in rows.decode(Bool.self) { justDisabled = flag }
+            if justDisabled {
+                try await AuditLog.record(
+                    db, appRef: claimed.appRef, appId: claimed.appId, actor: "webhook-worker", action: "webhook.disable", status: "error",
+                    detail: ["webhookId": .string(claimed.endpoint.uuidString.lowercased()),
+                             "reason": .string("\(settings.disableAfterFailures) failed attempts in a row")],
+                    logger: logger)
+            }
+            return justDisabled
+        }
+        if disabled {
+            logger.warning(
+                "webhook endpoint disabled after repeated failures",
+                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "failures": "\(settings.disableAfterFailures)"])
+        }
+        logger.info(
+            "webhook delivery failed",
+            metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "message": "\(WebhookMessageId.of(claimed.event))",
+                       "attempt": "\(claimed.attempt)", "reason": "\(reason)", "dead": "\(wait == nil)"])
+    }
+
+    func logAttempt(_ db: PostgresConnection, _ claimed: Claimed, outcome: Outcome, latency: Int) async throws {
+        try await db.query(
+            """
+            INSERT INTO webhook_attempts (delivery_ref, endpoint_id, attempt, http_status, error, latency_ms)
+            VALUES (\(claimed.delivery), \(claimed.endpoint), \(claimed.attempt), \(outcome.status), \(outcome.error), \(latency))
+            """, logger: logger)
+    }
+}
+
+extension CosyncServices {
+    /// The admin operations on webhook endpoints.
+    public var webhooks: WebhookAdministration { WebhookAdministration(apps: apps, settings: configuration.webhooks) }
+
+    /// The webhook delivery worker for this configuration.
+    public func webhookWorker(pollInterval: Duration? = nil) -> WebhookWorker {
+        WebhookWorker(
+            client: client, box: configuration.secretBox, settings: configuration.webhooks, logger: logger,
+            pollInterval: pollInterval ?? configuration.courierPollInterval)
+    }
+}
