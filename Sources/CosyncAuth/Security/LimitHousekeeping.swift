@@ -28,12 +28,33 @@ public struct LimitHousekeeping: Service {
         }
     }
 
-    /// One pass; returns how many counters (and sessions expired for over a day) were removed.
+    /// Events are kept this many days (replays reach back that far), then removed with their
+    /// deliveries and attempt logs, unless a delivery of them is still pending.
+    public static let eventRetentionDays = 30
+
+    /// One pass; returns how many rows were removed: idle counters, sessions expired for over a day,
+    /// and events past their retention (at most 10,000 a pass).
     @discardableResult
     public func purge() async throws -> Int {
         try await client.withConnection {
             try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
                 + SessionStore.purgeExpired($0, logger: logger)
+                + Self.purgeEvents($0, olderThanDays: Self.eventRetentionDays, logger: logger)
         }
+    }
+
+    static func purgeEvents(_ db: PostgresConnection, olderThanDays days: Int, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            DELETE FROM events WHERE id IN (
+                SELECT e.id FROM events e
+                WHERE e.created_at < now() - make_interval(days => \(days)::int)
+                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_ref = e.id AND d.status IN ('pending', 'sending'))
+                ORDER BY e.id LIMIT 10000)
+            RETURNING 1
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
     }
 }
