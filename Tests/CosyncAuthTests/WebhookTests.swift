@@ -328,6 +328,14 @@ struct WebhookTests {
             let countWhenDisabled = s.receiver.received().count
             try await Task.sleep(for: .milliseconds(600))
             #expect(s.receiver.received().count == countWhenDisabled, "a disabled endpoint gets nothing")
+            // Its pending deliveries are parked out of the due index's way, and no replay is taken meanwhile.
+            #expect(try await TestEnvironment.value(
+                """
+                SELECT count(*)::int FROM webhook_deliveries
+                WHERE endpoint_id = \(UUID(uuidString: s.webhookId)) AND status = 'pending' AND next_attempt < now() + interval '50 years'
+                """, as: Int.self) == 0)
+            let whileDisabled = try await api.call(.post, "/admin/v1/apps/\(s.appId)/webhooks/\(s.webhookId)/messages/\(firstId)/replay")
+            #expect(whileDisabled.status == .conflict && whileDisabled.errorCode == "webhook_disabled", "\(whileDisabled.text)")
 
             // Enable, heal the receiver and replay the dead message: it arrives with its webhook-id.
             try s.receiver.configure(secrets: [s.secret])

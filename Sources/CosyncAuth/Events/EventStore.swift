@@ -112,29 +112,49 @@ public enum EventStore {
         return result
     }
 
-    /// Queues one message again (same webhook-id, the retry schedule from the start). False when the
-    /// endpoint never had it.
+    /// The pending deliveries of a disabled endpoint move out of the due index's way (a century ahead),
+    /// so that claims do not walk past them; enabling the endpoint makes them due again.
+    static func park(_ db: PostgresConnection, endpoint: UUID, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE webhook_deliveries SET next_attempt = now() + interval '100 years'
+            WHERE endpoint_id = \(endpoint) AND status = 'pending'
+            """, logger: logger)
+    }
+
+    static func unpark(_ db: PostgresConnection, endpoint: UUID, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE webhook_deliveries SET next_attempt = now()
+            WHERE endpoint_id = \(endpoint) AND status = 'pending' AND next_attempt > now() + interval '50 years'
+            """, logger: logger)
+    }
+
+    /// Queues one finished (delivered or dead) message again (same webhook-id, the retry schedule from
+    /// the start). False when the endpoint never had it finished.
     public static func replay(_ db: PostgresConnection, endpoint: UUID, event: UUID, logger: Logger) async throws -> Bool {
         let rows = try await db.query(
             """
             UPDATE webhook_deliveries d SET status = 'pending', round_failures = 0, next_attempt = now(), delivered_at = NULL
             FROM events e
-            WHERE e.id = d.event_ref AND e.event_id = \(event) AND d.endpoint_id = \(endpoint)
+            WHERE e.id = d.event_ref AND e.event_id = \(event) AND d.endpoint_id = \(endpoint) AND d.status IN ('delivered', 'dead')
             RETURNING d.id
             """, logger: logger)
         for try await _ in rows { return true }
         return false
     }
 
-    /// Queues again every finished (delivered or dead) message of the endpoint since `since`.
+    /// Queues again the finished (delivered or dead) messages of the endpoint since `since`: at most
+    /// 10,000 a call, oldest first (call again for more).
     public static func replay(_ db: PostgresConnection, endpoint: UUID, since: Date, logger: Logger) async throws -> Int {
         let rows = try await db.query(
             """
             WITH queued AS (
                 UPDATE webhook_deliveries d SET status = 'pending', round_failures = 0, next_attempt = now(), delivered_at = NULL
-                FROM events e
-                WHERE e.id = d.event_ref AND d.endpoint_id = \(endpoint) AND e.created_at >= \(since)
-                  AND d.status IN ('delivered', 'dead')
+                WHERE d.id IN (
+                    SELECT r.id FROM webhook_deliveries r JOIN events e ON e.id = r.event_ref
+                    WHERE r.endpoint_id = \(endpoint) AND e.created_at >= \(since) AND r.status IN ('delivered', 'dead')
+                    ORDER BY r.id LIMIT 10000)
                 RETURNING d.id
             )
             SELECT count(*)::int FROM queued

@@ -133,6 +133,11 @@ public struct WebhookAdministration: Sendable {
                 enabled: nowEnabled, disabledReason: nowEnabled ? nil : (enabled == false ? "disabled by \(actor)" : current.disabledReason),
                 logger: logger)
             else { throw AdminFailure.notFound("webhook") }
+            if nowEnabled {
+                try await EventStore.unpark(db, endpoint: id, logger: logger)
+            } else {
+                try await EventStore.park(db, endpoint: id, logger: logger)
+            }
             try await audit(db, app: app, actor: actor, action: "webhook.update", id: id,
                             detail: ["fields": .array(patch.keys.sorted().map { .string($0) })])
             return updated
@@ -190,7 +195,7 @@ public struct WebhookAdministration: Sendable {
         let id = try endpointId(text)
         guard let event = WebhookMessageId.parse(messageId) else { throw AdminFailure.notFound("message") }
         try await client.transaction(logger: logger) { db in
-            guard try await EventStore.endpoint(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("webhook") }
+            try Self.requireEnabled(try await EventStore.endpoint(db, appRef: app.ref, id: id, logger: logger))
             guard try await EventStore.replay(db, endpoint: id, event: event, logger: logger) else { throw AdminFailure.notFound("message") }
             try await audit(db, app: app, actor: actor, action: "webhook.replay", id: id, detail: ["messageId": .string(messageId)])
         }
@@ -206,10 +211,18 @@ public struct WebhookAdministration: Sendable {
         guard let text = input["since"]?.stringValue else { throw invalid("since", "required", "is required (an ISO 8601 date-time)") }
         guard let since = Self.parseDate(text) else { throw invalid("since", "invalid_value", "must be an ISO 8601 date-time from 1970 to 9999") }
         return try await client.transaction(logger: logger) { db in
-            guard try await EventStore.endpoint(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("webhook") }
+            try Self.requireEnabled(try await EventStore.endpoint(db, appRef: app.ref, id: id, logger: logger))
             let count = try await EventStore.replay(db, endpoint: id, since: since, logger: logger)
             try await audit(db, app: app, actor: actor, action: "webhook.replay", id: id, detail: ["since": .string(text), "count": .int(count)])
             return count
+        }
+    }
+
+    /// Replays go to enabled endpoints only (a disabled one would hold them parked).
+    static func requireEnabled(_ endpoint: WebhookEndpoint?) throws {
+        guard let endpoint else { throw AdminFailure.notFound("webhook") }
+        guard endpoint.enabled else {
+            throw AdminFailure.conflict(code: "webhook_disabled", message: "the endpoint is disabled; enable it before replaying")
         }
     }
 

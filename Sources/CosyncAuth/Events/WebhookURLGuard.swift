@@ -83,7 +83,7 @@ public struct WebhookURLGuard: Sendable {
             guard let address = IPNetwork.Address(text), permits(address) else {
                 return Refusal(
                     code: "forbidden_address",
-                    message: "the url's host resolves to a private, loopback, link-local or reserved address (\(text))")
+                    message: "the url's host resolves to a private, loopback, link-local or reserved address")
             }
         }
         return nil

@@ -67,7 +67,8 @@ public struct WebhookWorker: Service {
             }
             group.addTask {
                 while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                    await sampleMetrics()
+                    // The sample may wait for a connection while PostgreSQL is down: a shutdown cancels it.
+                    await cancelWhenGracefulShutdown { await sampleMetrics() }
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
                 }
             }
@@ -112,12 +113,18 @@ public struct WebhookWorker: Service {
 
     /// Step 1. An earlier delivery of the same user to the same endpoint that is still pending or being
     /// sent holds this one back (the per-user order); a dead one does not.
+    ///
+    /// Fairness: one app holds at most `lanes - 1` deliveries in flight (counted across all nodes), so a
+    /// tenant with slow endpoints cannot take every lane; a suspended app's deliveries wait.
     func claim() async throws -> Claimed? {
+        let perAppInFlight = max(1, lanes - 1)
         let rows = try await client.query(
             """
             WITH due AS (
-                SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-                WHERE d.status IN ('pending', 'sending') AND d.next_attempt <= now() AND w.enabled
+                SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_ref
+                WHERE d.status IN ('pending', 'sending') AND d.next_attempt <= now() AND w.enabled AND a.status = 'active'
+                  AND (SELECT count(*) FROM webhook_deliveries s JOIN webhook_endpoints sw ON sw.id = s.endpoint_id
+                       WHERE sw.app_ref = w.app_ref AND s.status = 'sending' AND s.next_attempt > now()) < \(perAppInFlight)
                   AND NOT EXISTS (
                       SELECT 1 FROM webhook_deliveries p
                       WHERE d.user_id IS NOT NULL AND p.endpoint_id = d.endpoint_id AND p.user_id = d.user_id
@@ -254,6 +261,7 @@ public struct WebhookWorker: Service {
             var justDisabled = false
             for try await flag in rows.decode(Bool.self) { justDisabled = flag }
             if justDisabled {
+                try await EventStore.park(db, endpoint: claimed.endpoint, logger: logger)
                 try await AuditLog.record(
                     db, appRef: claimed.appRef, appId: claimed.appId, actor: "webhook-worker", action: "webhook.disable", status: "error",
                     detail: ["webhookId": .string(claimed.endpoint.uuidString.lowercased()),

@@ -412,6 +412,7 @@ enum OpenAPIDocument {
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
+        if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
         return statuses.sorted()
     }
 
