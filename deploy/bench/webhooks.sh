@@ -29,6 +29,7 @@ pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-bench-webhooks.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
 SERVER_PID=""; RCV_PID=""
 cleanup() {
+  mkdir -p "$ROOT/deploy/bench/out" && cp "$TMP/rcv/received.jsonl" "$ROOT/deploy/bench/out/webhooks-received.jsonl" 2>/dev/null
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
   [ -n "$RCV_PID" ] && kill "$RCV_PID" 2>/dev/null
   pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"
@@ -73,12 +74,20 @@ non2xx() { sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' | head -1; }
 
 echo "== login, no webhook endpoint (wrk -t2 -c$CONNECTIONS -d${DURATION}s)"
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/login.lua" "$H" > "$TMP/login0.txt"; cat "$TMP/login0.txt"
+# Logins still queued for bcrypt when wrk stopped finish first: their events must not reach the endpoints
+# before the receiver knows the secrets.
+sleep 3
 SECRETS=()
+# The receiver re-reads config.json on every request: replace it atomically.
+set_secrets() {
+  python3 -c 'import json,sys; json.dump({"secrets": sys.argv[2:]}, open(sys.argv[1], "w"))' "$TMP/rcv/config.tmp" "${SECRETS[@]}"
+  mv "$TMP/rcv/config.tmp" "$TMP/rcv/config.json"
+}
 for path in a b; do
   HOOK=$(admin POST "/admin/v1/apps/$APP_ID/webhooks" "{\"url\":\"$RCV/$path\",\"eventTypes\":[\"user.login.succeeded\"]}")
   SECRETS+=("$(echo "$HOOK" | json secret)")
 done
-python3 -c 'import json,sys; json.dump({"secrets": sys.argv[2:]}, open(sys.argv[1], "w"))' "$TMP/rcv/config.json" "${SECRETS[@]}"
+set_secrets
 echo "== login, 2 endpoints subscribed to user.login.succeeded"
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/login.lua" "$H" > "$TMP/login2.txt"; cat "$TMP/login2.txt"
 L0=$(rate < "$TMP/login0.txt"); L2=$(rate < "$TMP/login2.txt")
@@ -88,7 +97,7 @@ for _ in $(seq 1 600); do [ "$(psql_ "SELECT count(*) FROM webhook_deliveries WH
 echo "== delivery: $EVENTS events queued for one endpoint"
 HOOK=$(admin POST "/admin/v1/apps/$APP_ID/webhooks" "{\"url\":\"$RCV/c\",\"eventTypes\":[\"user.updated\"]}")
 SECRETS+=("$(echo "$HOOK" | json secret)"); HOOK_ID=$(echo "$HOOK" | json webhookId)
-python3 -c 'import json,sys; json.dump({"secrets": sys.argv[2:]}, open(sys.argv[1], "w"))' "$TMP/rcv/config.json" "${SECRETS[@]}"
+set_secrets
 # The events are written as Events.record writes them (one event, one delivery), in one statement, and
 # each has its own user so per-user ordering does not serialise them.
 psql_ "WITH ev AS (
@@ -104,7 +113,7 @@ for _ in $(seq 1 1200); do
 done
 END=$(date +%s.%N)
 DELIVERED=$(psql_ "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = '$HOOK_ID' AND status = 'delivered'")
-VERIFIED=$("$PY" -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; print(sum(1 for r in rows if any(r["verified"])), "of", len(rows))' "$TMP/rcv/received.jsonl")
+VERIFIED=$("$PY" -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; print(sum(1 for r in rows if any(r["verified"])), "of", len(rows), "; statuses", sorted({r["status"] for r in rows}))' "$TMP/rcv/received.jsonl")
 
 echo
 echo "== summary ($KIND build; 2 cores shared by server, PostgreSQL, receiver and wrk)"

@@ -66,9 +66,12 @@ public struct WebhookWorker: Service {
                 }
             }
             group.addTask {
+                // The sample waits for a pooled connection: bounded, and dropped at a graceful shutdown, so
+                // a node whose database is down still stops within its shutdown budget.
                 while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                    // The sample may wait for a connection while PostgreSQL is down: a shutdown cancels it.
-                    await cancelWhenGracefulShutdown { await sampleMetrics() }
+                    _ = try? await cancelWhenGracefulShutdown {
+                        try await withDeadline(.seconds(2)) { [self] in await sampleMetrics(); return true }
+                    }
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
                 }
             }
