@@ -27,11 +27,12 @@ KIND="$(case "$BIN" in *release*) echo release ;; *) echo "debug (BIN=$BIN)" ;; 
 
 pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-bench-webhooks.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
-SERVER_PID=""; RCV_PID=""
+SERVER_PID=""; RCV_PID=""; NGX_PID=""
 cleanup() {
   mkdir -p "$ROOT/deploy/bench/out" && cp "$TMP/rcv/received.jsonl" "$ROOT/deploy/bench/out/webhooks-received.jsonl" 2>/dev/null
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
   [ -n "$RCV_PID" ] && kill "$RCV_PID" 2>/dev/null
+  [ -n "$NGX_PID" ] && kill "$NGX_PID" 2>/dev/null
   pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -83,8 +84,29 @@ set_secrets() {
   python3 -c 'import json,sys; json.dump({"secrets": sys.argv[2:]}, open(sys.argv[1], "w"))' "$TMP/rcv/config.tmp" "${SECRETS[@]}"
   mv "$TMP/rcv/config.tmp" "$TMP/rcv/config.json"
 }
+# The login measurement asks what webhooks cost the *server*: its 2 endpoints are an nginx answering 204
+# (C, next to no CPU), so the Python receiver's signature checks do not take bcrypt's cores. Set
+# LOGIN_RECEIVER=python to point them at receiver.py instead (the receiver's CPU is then counted too).
+NGX_PORT="$(pg_free_port 18780)"
+mkdir -p "$TMP/ngx"
+cat > "$TMP/ngx/nginx.conf" <<NGX
+daemon off; worker_processes 1; pid $TMP/ngx/nginx.pid; error_log $TMP/ngx/error.log;
+events {}
+http {
+  access_log off; client_body_temp_path $TMP/ngx/b; proxy_temp_path $TMP/ngx/p; fastcgi_temp_path $TMP/ngx/f;
+  uwsgi_temp_path $TMP/ngx/u; scgi_temp_path $TMP/ngx/s;
+  server { listen 127.0.0.1:$NGX_PORT; location / { return 204; } }
+}
+NGX
+LOGIN_RCV="$RCV"
+if [ "${LOGIN_RECEIVER:-nginx}" = nginx ] && command -v nginx >/dev/null; then
+  nginx -c "$TMP/ngx/nginx.conf" -p "$TMP/ngx" >/dev/null 2>&1 & NGX_PID=$!
+  for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$NGX_PORT/" && break; sleep 0.1; done
+  LOGIN_RCV="http://127.0.0.1:$NGX_PORT"
+fi
+echo "login-phase receiver: $LOGIN_RCV"
 for path in a b; do
-  HOOK=$(admin POST "/admin/v1/apps/$APP_ID/webhooks" "{\"url\":\"$RCV/$path\",\"eventTypes\":[\"user.login.succeeded\"]}")
+  HOOK=$(admin POST "/admin/v1/apps/$APP_ID/webhooks" "{\"url\":\"$LOGIN_RCV/$path\",\"eventTypes\":[\"user.login.succeeded\"]}")
   SECRETS+=("$(echo "$HOOK" | json secret)")
 done
 set_secrets
