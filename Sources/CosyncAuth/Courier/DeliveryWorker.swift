@@ -69,20 +69,9 @@ public struct DeliveryWorker: Service {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<lanes {
                 group.addTask {
-                    while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                        // A graceful shutdown cancels the claim (which may be waiting for a connection
-                        // while PostgreSQL is unreachable) and the idle sleep, but not a message in
-                        // flight: its send and mark run in a task of their own, and the lane waits for
-                        // it, at most `inFlightLimit` (if the mark cannot be written, the lease runs
-                        // out and another node sends the message again).
-                        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
-                        guard let claimed = claimed ?? nil else {
-                            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
-                            continue
-                        }
-                        let inFlight = Task { try await deliver(claimed) }
-                        _ = try? await withDeadline(Self.inFlightLimit) { try await inFlight.value }
-                    }
+                    await runClaimLane(
+                        pollInterval: pollInterval, inFlightLimit: Self.inFlightLimit, claim: { try await claim() },
+                        deliver: { try await deliver($0) })
                 }
             }
         }

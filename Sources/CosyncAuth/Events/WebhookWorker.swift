@@ -54,15 +54,9 @@ public struct WebhookWorker: Service {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<lanes {
                 group.addTask {
-                    while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
-                        guard let claimed = claimed ?? nil else {
-                            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
-                            continue
-                        }
-                        let inFlight = Task { try await deliver(claimed) }
-                        _ = try? await withDeadline(settings.timeout + .seconds(5)) { try await inFlight.value }
-                    }
+                    await runClaimLane(
+                        pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5), claim: { try await claim() },
+                        deliver: { try await deliver($0) })
                 }
             }
             group.addTask {

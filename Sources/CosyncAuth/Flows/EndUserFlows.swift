@@ -99,9 +99,8 @@ public struct EndUserFlows: Sendable {
     /// version, or by `keptTokenHash` when a changePassword kept it alive.
     public func caller(accessToken: String?, whenMissing: EndUserError) async throws -> AuthenticatedCaller {
         guard let accessToken, !accessToken.isEmpty else { throw whenMissing }
-        let tokenHash = Secrets.sha256(accessToken)
         guard let claims = await tokens.verifyAccessToken(accessToken) else {
-            return try await legacyCaller(accessToken: accessToken, tokenHash: tokenHash)
+            return try await legacyCaller(accessToken: accessToken)
         }
         guard AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
@@ -113,25 +112,26 @@ public struct EndUserFlows: Sendable {
                     try await SessionStore.liveUser($0, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
                 })
             else { throw EndUserError.invalidAccessToken }
-            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId, tokenHash: tokenHash)
+            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId)
         }
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)
-        }), user.id == userId, user.tokenVersion == claims.ver || Self.isKept(tokenHash, by: user) else {
+        }), user.id == userId, user.tokenVersion == claims.ver || Self.isKept(accessToken, by: user) else {
             throw EndUserError.invalidAccessToken
         }
-        return AuthenticatedCaller(app: app, user: user, sessionId: nil, tokenHash: tokenHash)
+        return AuthenticatedCaller(app: app, user: user, sessionId: nil)
     }
 
-    static func isKept(_ tokenHash: Data, by user: User) -> Bool {
+    /// Whether `token` is the session-less token a changePassword kept alive for `user`.
+    static func isKept(_ token: String, by user: User) -> Bool {
         guard let kept = user.keptTokenHash else { return false }
-        return Secrets.constantTimeEquals(kept, tokenHash)
+        return Secrets.constantTimeEquals(kept, Secrets.sha256(token))
     }
 
     /// A legacy access token (see `TokenIssuer.verifyLegacyAccessToken`) names an imported user
     /// whose token version never moved (or the one token a changePassword kept): a password change,
     /// reset, suspension or deletion on this server ends it, as it ends this server's tokens.
-    func legacyCaller(accessToken: String, tokenHash: Data) async throws -> AuthenticatedCaller {
+    func legacyCaller(accessToken: String) async throws -> AuthenticatedCaller {
         guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
             let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
         else { throw EndUserError.invalidAccessToken }
@@ -139,10 +139,10 @@ public struct EndUserFlows: Sendable {
         guard let user = try await client.withConnection({
             try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
         }) else { throw EndUserError.invalidAccessToken }
-        guard user.tokenVersion == 0 || Self.isKept(tokenHash, by: user), try await client.withConnection({
+        guard user.tokenVersion == 0 || Self.isKept(accessToken, by: user), try await client.withConnection({
             try await LegacyImportStore.isImported($0, userId: user.id, logger: logger)
         }) else { throw EndUserError.invalidAccessToken }
-        return AuthenticatedCaller(app: app, user: user, sessionId: nil, tokenHash: tokenHash)
+        return AuthenticatedCaller(app: app, user: user, sessionId: nil)
     }
 
     /// `suspended` → 402, `migrated` → 413.

@@ -52,6 +52,4 @@ public struct AuthenticatedCaller: Sendable {
     public let user: User
     /// Nil for a token without a session (issued before sessions existed, or by the legacy server).
     public let sessionId: UUID?
-    /// SHA-256 of the presented token, for keeping a session-less token alive through changePassword.
-    public let tokenHash: Data
 }

@@ -29,10 +29,13 @@ struct AdminQuery {
 }
 
 extension RequestContext {
-    func appIdParameter() throws -> String {
-        guard let appId = parameters.get("appId") else {
-            throw AdminError(status: .notFound, code: "not_found", message: "app not found")
+    func appIdParameter() throws -> String { try pathParameter("appId", naming: "app") }
+
+    /// A path parameter of the route; missing, the answer is 404 "<what> not found".
+    func pathParameter(_ name: String, naming what: String) throws -> String {
+        guard let value = parameters.get(name) else {
+            throw AdminError(status: .notFound, code: "not_found", message: "\(what) not found")
         }
-        return appId
+        return value
     }
 }

@@ -18,12 +18,7 @@ struct UserRoutes {
         admin.delete("apps/:appId/users/:userId/sessions/:sessionId", use: endSession)
     }
 
-    func userId(_ context: ServerRequestContext) throws -> String {
-        guard let id = context.parameters.get("userId") else {
-            throw AdminError(status: .notFound, code: "not_found", message: "user not found")
-        }
-        return id
-    }
+    func userId(_ context: ServerRequestContext) throws -> String { try context.pathParameter("userId", naming: "user") }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let appId = try context.appIdParameter()
@@ -86,10 +81,9 @@ struct UserRoutes {
     @Sendable func endSession(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let appId = try context.appIdParameter()
         let principal = try await auth.requireApp(request, appId: appId)
-        guard let sessionId = context.parameters.get("sessionId") else {
-            throw AdminError(status: .notFound, code: "not_found", message: "session not found")
-        }
-        try await services.users.endSession(appId: appId, userId: try userId(context), sessionId: sessionId, actor: principal.auditName)
+        try await services.users.endSession(
+            appId: appId, userId: try userId(context), sessionId: try context.pathParameter("sessionId", naming: "session"),
+            actor: principal.auditName)
         return Response(status: .noContent)
     }
 
@@ -113,17 +107,10 @@ struct IdentityRoutes {
         admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
     }
 
-    func parameter(_ name: String, _ what: String, _ context: ServerRequestContext) throws -> String {
-        guard let value = context.parameters.get(name) else {
-            throw AdminError(status: .notFound, code: "not_found", message: "\(what) not found")
-        }
-        return value
-    }
-
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let appId = try context.appIdParameter()
         _ = try await auth.requireApp(request, appId: appId)
-        let identities = try await services.users.identities(appId: appId, userId: try parameter("userId", "user", context))
+        let identities = try await services.users.identities(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["identities": .array(identities.map { .object($0.json()) })])
     }
 
@@ -132,7 +119,7 @@ struct IdentityRoutes {
         let principal = try await auth.requireApp(request, appId: appId)
         let input = try await JSONBody.object(request, context: context)
         let identity = try await services.users.linkIdentity(
-            appId: appId, userId: try parameter("userId", "user", context), input: input, actor: principal.auditName)
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)
         return JSONBody.response(identity.json(), status: .created)
     }
 
@@ -144,7 +131,7 @@ struct IdentityRoutes {
             throw AdminError(status: .badRequest, code: "invalid_parameter", message: "deleteAccount must be true or false", field: "deleteAccount")
         }
         _ = try await services.users.detachIdentity(
-            appId: appId, userId: try parameter("userId", "user", context), identityId: try parameter("identityId", "identity", context),
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"), identityId: try context.pathParameter("identityId", naming: "identity"),
             deleteAccount: flag == "true", actor: principal.auditName)
         return Response(status: .noContent)
     }
@@ -154,7 +141,7 @@ struct IdentityRoutes {
         let principal = try await auth.requireApp(request, appId: appId)
         let input = try await JSONBody.object(request, context: context)
         let user = try await services.users.upgrade(
-            appId: appId, userId: try parameter("userId", "user", context), input: input, actor: principal.auditName)
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)
         return JSONBody.response(user.json())
     }
 }

@@ -117,7 +117,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             let ended = try await EndUserStore.setPassword(
                 db, userId: user.id, hash: hash, disableSecondFactor: false, keepSession: caller.sessionId,
-                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
+                keepTokenHash: caller.sessionId == nil ? accessToken.map(Secrets.sha256) : nil, logger: logger)
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
             try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)

@@ -1,0 +1,21 @@
+import ServiceLifecycle
+
+/// One lane of an outbox worker (e-mail and SMS, webhooks): claim one due row, send it, repeat; sleep
+/// `pollInterval` when nothing is due. A graceful shutdown cancels the claim (which may be waiting for
+/// a connection while PostgreSQL is unreachable) and the idle sleep, but not a send in flight: it runs
+/// in a task of its own and the lane waits for it, at most `inFlightLimit` (if its mark cannot be
+/// written, the row's lease runs out and another node sends it again).
+func runClaimLane<Claimed: Sendable>(
+    pollInterval: Duration, inFlightLimit: Duration,
+    claim: @escaping @Sendable () async throws -> Claimed?, deliver: @escaping @Sendable (Claimed) async throws -> Void
+) async {
+    while !Task.isCancelled, !Task.isShuttingDownGracefully {
+        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
+        guard let claimed = claimed ?? nil else {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
+            continue
+        }
+        let inFlight = Task { try await deliver(claimed) }
+        _ = try? await withDeadline(inFlightLimit) { try await inFlight.value }
+    }
+}
