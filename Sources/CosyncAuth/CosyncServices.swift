@@ -27,11 +27,12 @@ public struct CosyncServices: Sendable {
         let serverKeys = try await ServerKeyRing.load(client: client, box: configuration.secretBox, logger: logger)
         let (operatorToken, generated) = try await OperatorToken.resolve(
             configured: configuration.operatorToken, client: client, logger: logger)
-        let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger)
+        let cache = AppCache()
+        let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger, cache: cache)
         let hasher = PasswordHasher(cost: configuration.bcryptCost)
         let tokens = TokenIssuer(
             client: client, box: configuration.secretBox, serverKeys: serverKeys,
-            accessTokenLifetime: configuration.accessTokenLifetime, logger: logger)
+            accessTokenLifetime: configuration.accessTokenLifetime, logger: logger, cache: cache)
         let flows = EndUserFlows(
             client: client, apps: apps, tokens: tokens, hasher: hasher,
             outbox: Outbox(defaultSender: configuration.emailFrom, publicURL: configuration.publicURL),
@@ -60,6 +61,12 @@ public struct CosyncServices: Sendable {
         CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys, operatorToken: operatorToken,
             apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
+    }
+
+    /// The listener that keeps this node's app cache in step with every node's changes (without it
+    /// running, the cache serves nothing).
+    public func appCacheListener() -> AppCacheListener {
+        AppCacheListener(cache: apps.cache, client: client, logger: logger)
     }
 
     /// The probe that watches PostgreSQL for this node (and samples the pool and outbox metrics).

@@ -86,13 +86,19 @@ public final class LegacyImporter: @unchecked Sendable {
     var summary = ImportSummary()
     var apps: [String: (app: ImportedApp, ref: Int64)] = [:]
     var source = ""
+    /// The app cache of the server this import runs in, if any (a CLI import has none: the database's
+    /// notifications tell the running nodes).
+    let cache: AppCache?
 
-    public init(options: ImportOptions, client: PostgresClient, box: SecretBox, logger: Logger, progress: ImportProgress) {
+    public init(
+        options: ImportOptions, client: PostgresClient, box: SecretBox, logger: Logger, progress: ImportProgress, cache: AppCache? = nil
+    ) {
         self.options = options
         self.client = client
         self.box = box
         self.logger = logger
         self.progress = progress
+        self.cache = cache
     }
 
     func file(_ collection: String) -> URL? {
@@ -238,7 +244,13 @@ public final class LegacyImporter: @unchecked Sendable {
         // The legacy appSecret keeps working as this app's admin secret; an app without one gets a
         // random secret (rotate it through the admin API to learn one).
         let secretHash = Secrets.sha256(app.appSecret ?? Secrets.token(prefix: "cas_"))
-        return try await client.transaction(logger: logger) { db in
+        let ref = try await writeAppRows(app, credentialsSealed: credentialsSealed, secretHash: secretHash)
+        cache?.invalidate(ref: ref)
+        return ref
+    }
+
+    func writeAppRows(_ app: ImportedApp, credentialsSealed: Data?, secretHash: Data) async throws -> Int64 {
+        try await client.transaction(logger: logger) { db in
             if let existing = try await LegacyImportStore.appOrigin(db, appId: app.appId, logger: self.logger) {
                 if existing.fingerprint == app.fingerprint { return existing.ref }  // unchanged since the last run
                 let changes = try await LegacyImportStore.localAppChanges(db, ref: existing.ref, logger: self.logger)

@@ -47,7 +47,7 @@ enum LegacyFixture {
         configure(&options)
         let importer = LegacyImporter(
             options: options, client: services.client, box: services.configuration.secretBox, logger: services.logger,
-            progress: ImportProgress(interactive: false, quiet: true))
+            progress: ImportProgress(interactive: false, quiet: true), cache: services.apps.cache)
         return try await importer.run()
     }
 

@@ -49,12 +49,16 @@ public struct AppAdministration: Sendable {
     public let box: SecretBox
     public let serverKeys: ServerKeyRing
     public let logger: Logger
+    /// The apps the end-user API resolves, by token and by id (see `AppCache`). Every change made here
+    /// drops the app from it once committed; other nodes drop it on the notification.
+    public let cache: AppCache
 
-    public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, logger: Logger) {
+    public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, logger: Logger, cache: AppCache = AppCache()) {
         self.client = client
         self.box = box
         self.serverKeys = serverKeys
         self.logger = logger
+        self.cache = cache
     }
 
     public struct Created: Sendable {
@@ -161,7 +165,7 @@ public struct AppAdministration: Sendable {
 
     public func update(appId: String, patch: [String: JSONValue], actor: String) async throws -> AppView {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
-        return try await client.transaction(logger: logger) { db in
+        let (view, ref): (AppView, Int64) = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -180,20 +184,24 @@ public struct AppAdministration: Sendable {
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.update",
                 detail: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
             try await Events.record(db, app: updated, type: .appUpdated, userId: nil, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
-            return try await view(of: updated, db: db)
+            return (try await self.view(of: updated, db: db), row.ref)
         }
+        cache.invalidate(ref: ref)
+        return view
     }
 
     // MARK: delete
 
     public func delete(appId: String, actor: String) async throws {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
-        try await client.transaction(logger: logger) { db in
-            guard try await AppStore.deleteApp(db, appId: appId, logger: logger) != nil else {
+        let ref: Int64 = try await client.transaction(logger: logger) { db in
+            guard let ref = try await AppStore.deleteApp(db, appId: appId, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
             try await AuditLog.record(db, appRef: nil, appId: appId, actor: actor, action: "app.delete", logger: logger)
+            return ref
         }
+        cache.invalidate(ref: ref)
     }
 
     // MARK: rotation
@@ -207,7 +215,7 @@ public struct AppAdministration: Sendable {
     public func rotateAppToken(appId: String, graceSeconds: Int, actor: String) async throws -> TokenRotation {
         let token = try await serverKeys.sign(AppTokenClaims(appId: appId))
         let sealed = try box.seal(token, purpose: "app-token:\(appId)")
-        try await client.transaction(logger: logger) { db in
+        let ref: Int64 = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -217,7 +225,9 @@ public struct AppAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.token.rotate",
                 detail: ["gracePeriodSeconds": .int(graceSeconds)], logger: logger)
+            return row.ref
         }
+        cache.invalidate(ref: ref)
         return TokenRotation(
             appToken: token, previousTokenExpiresAt: graceSeconds > 0 ? Date().addingTimeInterval(Double(graceSeconds)) : nil)
     }
@@ -225,13 +235,15 @@ public struct AppAdministration: Sendable {
     /// Issues a new app secret; the old one stops at once.
     public func rotateAppSecret(appId: String, actor: String) async throws -> String {
         let secret = Secrets.token(prefix: "cas_")
-        try await client.transaction(logger: logger) { db in
+        let ref: Int64 = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
             try await AppStore.setAppSecretHash(db, ref: row.ref, hash: Secrets.sha256(secret), logger: logger)
             try await AuditLog.record(db, appRef: row.ref, appId: appId, actor: actor, action: "app.secret.rotate", logger: logger)
+            return row.ref
         }
+        cache.invalidate(ref: ref)
         return secret
     }
 
@@ -246,7 +258,7 @@ public struct AppAdministration: Sendable {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
         let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
         let sealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
-        return try await client.transaction(logger: logger) { db in
+        let (rotation, ref): (KeyRotation, Int64) = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
             }
@@ -257,8 +269,12 @@ public struct AppAdministration: Sendable {
             try await AuditLog.record(
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.keys.rotate",
                 detail: ["kid": .string(key.kid), "previousKeyRetiresAfterHours": .int(hours)], logger: logger)
-            return KeyRotation(app: try await view(of: row, db: db), previousKeyRetiresAt: Date().addingTimeInterval(Double(hours) * 3600))
+            let rotation = KeyRotation(
+                app: try await view(of: row, db: db), previousKeyRetiresAt: Date().addingTimeInterval(Double(hours) * 3600))
+            return (rotation, row.ref)
         }
+        cache.invalidate(ref: ref)
+        return rotation
     }
 
     // MARK: public keys and credentials
@@ -280,12 +296,29 @@ public struct AppAdministration: Sendable {
         }
     }
 
-    /// The app an app token belongs to, by exact string (through its hash).
+    /// The app an app token belongs to, by exact string (through its hash): from the cache when it
+    /// holds the token, else one query (whose answer the cache keeps, with the token's grace deadline).
     public func app(forToken token: String) async throws -> AppRow? {
         guard !token.isEmpty, token.utf8.count <= 4096 else { return nil }
-        return try await client.withConnection {
-            try await AppStore.appByTokenHash($0, tokenHash: Secrets.sha256(token), logger: logger)
-        }
+        let hash = Secrets.sha256(token)
+        if let cached = cache.app(tokenHash: hash) { return cached }
+        let generation = cache.beginLoad()
+        guard let (row, expiresAt) = try await client.withConnection({
+            try await AppStore.appByTokenHash($0, tokenHash: hash, logger: logger)
+        }) else { return nil }
+        if let generation { cache.store(row, tokenHash: hash, tokenExpiresAt: expiresAt, generation: generation) }
+        return row
+    }
+
+    /// The app with this id for the end-user API (an access token names it): from the cache, else one
+    /// query. The admin API reads apps with `row(appId:)`, never from the cache.
+    public func cachedApp(appId: String) async throws -> AppRow? {
+        guard Self.isAppId(appId) else { return nil }
+        if let cached = cache.app(appId: appId) { return cached }
+        let generation = cache.beginLoad()
+        guard let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) }) else { return nil }
+        if let generation { cache.store(row, generation: generation) }
+        return row
     }
 
     func sealCredentials(_ credentials: ProviderCredentials, appId: String) throws -> Data? {

@@ -6,15 +6,21 @@ import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 
-/// Sends webhook deliveries, one at a time per lane, on every node. Like the e-mail outbox:
+/// Sends webhook deliveries in small batches per lane, on every node. Like the e-mail outbox:
 ///
-/// 1. **claim**: one statement takes the oldest due delivery (`FOR UPDATE SKIP LOCKED`) whose
-///    endpoint is enabled and that no earlier undelivered event of the same user on the same endpoint
-///    holds back; it becomes `sending`, its attempt is counted and `next_attempt` moves forward by the
-///    lease;
-/// 2. **send**: the signed POST, outside any transaction, under `settings.timeout`;
-/// 3. **mark**: `delivered`, or back to `pending` after the next wait of the retry schedule (with
-///    jitter), or `dead` once the schedule is used up. Each attempt is logged in `webhook_attempts`.
+/// 1. **claim**: one statement takes up to `batchSize` of the oldest due deliveries
+///    (`FOR UPDATE SKIP LOCKED`) whose endpoint is enabled and that no earlier undelivered event of the
+///    same user on the same endpoint holds back; they become `sending`, their attempt is counted and
+///    `next_attempt` moves forward by the lease;
+/// 2. **send**: the signed POSTs of the batch, at once, outside any transaction, each under
+///    `settings.timeout`;
+/// 3. **mark**: the delivered ones in one statement (with their attempt-log rows); each failed one back
+///    to `pending` after the next wait of the retry schedule (with jitter), or `dead` once the schedule
+///    is used up. Every attempt is logged in `webhook_attempts`.
+///
+/// Batches exist for the cost under load: a login that writes one event for two endpoints should cost
+/// its node next to nothing beyond the bcrypt hash (`deploy/bench/webhooks.sh` measures it). One claim
+/// and one mark statement per batch replace one claim and a five-statement transaction per delivery.
 ///
 /// A node that dies between 1 and 3 leaves the delivery `sending`; once its lease runs out another
 /// worker sends it again with the same `webhook-id`, so receivers can drop the duplicate.
@@ -25,11 +31,12 @@ public struct WebhookWorker: Service {
     let logger: Logger
     let pollInterval: Duration
     let lanes: Int
+    let batchSize: Int
     let leaseSeconds: Int
 
     public init(
         client: PostgresClient, box: SecretBox, settings: WebhookSettings, logger: Logger, pollInterval: Duration = .milliseconds(500),
-        lanes: Int = 4
+        lanes: Int = 4, batchSize: Int = 16
     ) {
         self.client = client
         self.box = box
@@ -37,6 +44,7 @@ public struct WebhookWorker: Service {
         self.logger = logger
         self.pollInterval = pollInterval
         self.lanes = max(1, lanes)
+        self.batchSize = min(max(1, batchSize), 256)
         self.leaseSeconds = Int(settings.timeout.components.seconds) + 30
     }
 
@@ -55,7 +63,8 @@ public struct WebhookWorker: Service {
             for _ in 0..<lanes {
                 group.addTask {
                     await runClaimLane(
-                        pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5), claim: { try await claim() },
+                        pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5),
+                        claim: { let batch = try await claim(limit: batchSize); return batch.isEmpty ? nil : batch },
                         deliver: { try await deliver($0) })
                 }
             }
@@ -72,13 +81,16 @@ public struct WebhookWorker: Service {
         }
     }
 
-    /// Sends due deliveries one by one, at most `limit`. Returns how many were handled (for tests).
+    /// Sends due deliveries, batch by batch, until at least `limit` were handled or none is due. Returns
+    /// how many were handled (for tests).
     @discardableResult
     public func deliverDue(limit: Int = 20) async throws -> Int {
         var handled = 0
-        while handled < limit, let claimed = try await claim() {
-            try await deliver(claimed)
-            handled += 1
+        while handled < limit {
+            let batch = try await claim(limit: min(batchSize, limit - handled))
+            if batch.isEmpty { break }
+            try await deliver(batch)
+            handled += batch.count
         }
         return handled
     }
@@ -109,11 +121,14 @@ public struct WebhookWorker: Service {
     }
 
     /// Step 1. An earlier delivery of the same user to the same endpoint that is still pending or being
-    /// sent holds this one back (the per-user order); a dead one does not.
+    /// sent holds this one back (the per-user order; within one batch too, since the check reads the
+    /// statement's snapshot, where the earlier one is still pending); a dead one does not.
     ///
-    /// Fairness: one app holds at most `lanes - 1` deliveries in flight (counted across all nodes), so a
-    /// tenant with slow endpoints cannot take every lane; a suspended app's deliveries wait.
-    func claim() async throws -> Claimed? {
+    /// Fairness: an app that has `lanes - 1` or more deliveries in flight (counted across all nodes) gets
+    /// none claimed until some finish, so a tenant with slow endpoints cannot take every lane: one batch
+    /// of its deliveries usually reaches the bound, and the batch's sends run at once, so other tenants'
+    /// deliveries in the same batch are not held up behind them. A suspended app's deliveries wait.
+    func claim(limit: Int) async throws -> [Claimed] {
         let perAppInFlight = max(1, lanes - 1)
         let rows = try await client.query(
             """
@@ -126,7 +141,7 @@ public struct WebhookWorker: Service {
                       SELECT 1 FROM webhook_deliveries p
                       WHERE d.user_id IS NOT NULL AND p.endpoint_id = d.endpoint_id AND p.user_id = d.user_id
                         AND p.event_ref < d.event_ref AND p.status IN ('pending', 'sending'))
-                ORDER BY d.next_attempt, d.id LIMIT 1
+                ORDER BY d.next_attempt, d.id LIMIT \(limit)
                 FOR UPDATE OF d SKIP LOCKED
             )
             UPDATE webhook_deliveries d SET status = 'sending', attempts = d.attempts + 1,
@@ -136,12 +151,14 @@ public struct WebhookWorker: Service {
             RETURNING d.id, w.id, a.id, a.app_id, w.url, e.event_id, e.type, e.body, d.attempts, d.round_failures, w.secret_sealed,
                       CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END
             """, logger: logger)
+        var claimed: [Claimed] = []
         for try await c in rows.decode((Int64, UUID, Int64, String, String, UUID, String, String, Int, Int, Data, Data?).self) {
-            return Claimed(
+            claimed.append(Claimed(
                 delivery: c.0, endpoint: c.1, appRef: c.2, appId: c.3, url: c.4, event: c.5, type: c.6, body: c.7, attempt: c.8,
-                roundFailures: c.9, secret: c.10, previousSecret: c.11)
+                roundFailures: c.9, secret: c.10, previousSecret: c.11))
         }
-        return nil
+        // The statement's order is not the claim order; the per-user order only needs the ids.
+        return claimed.sorted { $0.delivery < $1.delivery }
     }
 
     /// The outcome of one attempt.
@@ -151,25 +168,54 @@ public struct WebhookWorker: Service {
         var success: Bool { status.map { (200..<300).contains($0) } ?? false }
     }
 
-    /// Steps 2 and 3.
-    func deliver(_ claimed: Claimed) async throws {
-        let started = ContinuousClock.now
-        let outcome = await send(claimed)
-        let elapsed = ContinuousClock.now - started
-        let latency = Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max)))
-        do {
-            if outcome.success {
-                try await markDelivered(claimed, outcome: outcome, latency: latency)
-            } else {
-                try await markFailed(claimed, outcome: outcome, latency: latency)
+    /// One finished send: what was claimed, what happened, in how many milliseconds.
+    struct Sent: Sendable {
+        let claimed: Claimed
+        let outcome: Outcome
+        let latency: Int
+    }
+
+    /// Steps 2 and 3 for a batch: the sends run at once; then one statement marks the delivered ones
+    /// and each failure is marked on its own (it may disable its endpoint).
+    func deliver(_ batch: [Claimed]) async throws {
+        let sent = await withTaskGroup(of: Sent.self, returning: [Sent].self) { group in
+            for claimed in batch {
+                group.addTask {
+                    let started = ContinuousClock.now
+                    let outcome = await send(claimed)
+                    let elapsed = ContinuousClock.now - started
+                    return Sent(claimed: claimed, outcome: outcome, latency: Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max))))
+                }
             }
-        } catch {
-            // The delivery stays `sending` until its lease runs out; then it is sent again, same webhook-id.
-            logger.error(
-                "could not record a webhook attempt",
-                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "error": "\(describeForOperator(error))"])
-            throw error
+            var all: [Sent] = []
+            for await one in group { all.append(one) }
+            return all
         }
+        var firstError: (any Error)?
+        let delivered = sent.filter { $0.outcome.success }
+        if !delivered.isEmpty {
+            do {
+                try await markDelivered(delivered)
+            } catch {
+                // They stay `sending` until their lease runs out; then they are sent again, same webhook-id.
+                logger.error(
+                    "could not record webhook deliveries",
+                    metadata: ["count": "\(delivered.count)", "error": "\(describeForOperator(error))"])
+                firstError = error
+            }
+        }
+        for failed in sent where !failed.outcome.success {
+            do {
+                try await markFailed(failed.claimed, outcome: failed.outcome, latency: failed.latency)
+            } catch {
+                logger.error(
+                    "could not record a webhook attempt",
+                    metadata: ["app": "\(failed.claimed.appId)", "webhook": "\(failed.claimed.endpoint)",
+                               "error": "\(describeForOperator(error))"])
+                firstError = firstError ?? error
+            }
+        }
+        if let firstError { throw firstError }
     }
 
     /// The headers of one attempt: the webhook-id is the event's, whatever the attempt.
@@ -213,16 +259,31 @@ public struct WebhookWorker: Service {
         }
     }
 
-    func markDelivered(_ claimed: Claimed, outcome: Outcome, latency: Int) async throws {
-        try await client.transaction(logger: logger) { db in
-            try await db.query(
-                """
-                UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_error = NULL
-                WHERE id = \(claimed.delivery) AND status = 'sending' AND attempts = \(claimed.attempt)
-                """, logger: logger)
-            try await logAttempt(db, claimed, outcome: outcome, latency: latency)
-            try await db.query("UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = \(claimed.endpoint)", logger: logger)
-        }
+    /// One statement (so one implicit transaction) for every delivered one of a batch: the delivery is
+    /// marked (unless it is no longer this claim's: its lease ran out and another worker took it), the
+    /// attempt logged (it was made either way), and the endpoint's failure streak ended (written only
+    /// when there is one, so that the lanes do not queue on the endpoint's row lock for a no-op).
+    func markDelivered(_ sent: [Sent]) async throws {
+        let ids = sent.map(\.claimed.delivery)
+        let attempts = sent.map { Int64($0.claimed.attempt) }
+        let endpoints = sent.map(\.claimed.endpoint)
+        let statuses = sent.map { Int64($0.outcome.status ?? 0) }
+        let latencies = sent.map { Int64($0.latency) }
+        try await client.query(
+            """
+            WITH batch AS (
+                SELECT * FROM unnest(\(ids)::int8[], \(attempts)::int8[], \(endpoints)::uuid[], \(statuses)::int8[], \(latencies)::int8[])
+                    AS b(id, attempt, endpoint_id, http_status, latency_ms)
+            ), done AS (
+                UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(), last_error = NULL
+                FROM batch b WHERE d.id = b.id AND d.status = 'sending' AND d.attempts = b.attempt
+            ), logged AS (
+                INSERT INTO webhook_attempts (delivery_ref, endpoint_id, attempt, http_status, error, latency_ms)
+                SELECT b.id, b.endpoint_id, b.attempt, b.http_status, NULL, b.latency_ms FROM batch b
+            )
+            UPDATE webhook_endpoints SET consecutive_failures = 0
+            WHERE id IN (SELECT endpoint_id FROM batch) AND consecutive_failures <> 0
+            """, logger: logger)
     }
 
     /// The wait before the next attempt after `failures` failures in this round, with ±20 % jitter, or

@@ -103,7 +103,7 @@ public struct EndUserFlows: Sendable {
             return try await legacyCaller(accessToken: accessToken)
         }
         guard AppAdministration.isAppId(claims.appId),
-            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+            let app = try await apps.cachedApp(appId: claims.appId)
         else { throw EndUserError.appNotFound }
         guard let userId = UUID(uuidString: claims.uid) else { throw EndUserError.invalidAccessToken }
         if let sid = claims.sid {
@@ -133,7 +133,7 @@ public struct EndUserFlows: Sendable {
     /// reset, suspension or deletion on this server ends it, as it ends this server's tokens.
     func legacyCaller(accessToken: String) async throws -> AuthenticatedCaller {
         guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
-            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+            let app = try await apps.cachedApp(appId: claims.appId)
         else { throw EndUserError.invalidAccessToken }
         let handle = Input.handle(claims.handle)  // as the import normalised it
         guard let user = try await client.withConnection({

@@ -147,16 +147,25 @@ public enum AppStore {
         return nil
     }
 
-    /// The app a token belongs to, when the token is current or still in its grace period.
-    public static func appByTokenHash(_ db: PostgresConnection, tokenHash: Data, logger: Logger) async throws -> AppRow? {
+    /// The app a token belongs to, when the token is current or still in its grace period, with the
+    /// end of that grace period (nil for the current token).
+    public static func appByTokenHash(_ db: PostgresConnection, tokenHash: Data, logger: Logger) async throws -> (AppRow, Date?)? {
         let rows = try await db.query(
             """
             SELECT a.id, a.app_id, a.name, a.status, a.settings, a.app_secret_hash, a.credentials_sealed,
-                a.created_at, a.updated_at
+                a.created_at, a.updated_at, t.expires_at
             FROM app_tokens t JOIN apps a ON a.id = t.app_ref
             WHERE t.token_hash = \(tokenHash) AND (t.expires_at IS NULL OR t.expires_at > now())
             """, logger: logger)
-        return try await decodeApps(rows).first
+        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, expiresAt) in rows.decode(
+            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, Date?).self)
+        {
+            let row = AppRow(
+                ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
+                credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt)
+            return (row, expiresAt)
+        }
+        return nil
     }
 
     // MARK: app keys

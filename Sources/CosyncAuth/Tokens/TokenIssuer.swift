@@ -81,18 +81,28 @@ public actor TokenIssuer {
     /// The imported legacy server keys still accepted, reloaded at most once a minute.
     var legacyKeys: (keys: JWTKeyCollection?, loadedAt: Date) = (nil, .distantPast)
 
-    public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, accessTokenLifetime: TimeInterval, logger: Logger) {
+    /// Which kid signs for which app (dropped with the app on every key rotation, see `AppCache`).
+    let cache: AppCache?
+
+    public init(
+        client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, accessTokenLifetime: TimeInterval, logger: Logger,
+        cache: AppCache? = nil
+    ) {
         self.client = client
         self.box = box
         self.serverKeys = serverKeys
         self.accessTokenLifetime = accessTokenLifetime
         self.logger = logger
+        self.cache = cache
     }
 
-    /// The collection holding the app's active signing key.
+    /// The collection holding the app's active signing key: no query when the cache knows the kid.
     func signingKeys(appRef: Int64) async throws -> JWTKeyCollection {
+        if let kid = cache?.signingKid(ref: appRef), let cached = appKeys[kid] { return cached }
+        let generation = cache?.beginLoad()
         let keys = try await client.withConnection { try await AppStore.keys($0, ref: appRef, logger: logger) }
         guard let active = keys.first(where: \.active) else { throw EndUserError.internalError }
+        if let generation { cache?.storeSigningKid(active.kid, ref: appRef, generation: generation) }
         if let cached = appKeys[active.kid] { return cached }
         let pem = try box.openString(active.privateKeySealed, purpose: "app-key:\(active.kid)")
         let collection = JWTKeyCollection()

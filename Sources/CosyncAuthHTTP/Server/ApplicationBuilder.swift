@@ -49,8 +49,9 @@ public func buildApplication(
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
         services: runDeliveryWorker
-            ? [services.databaseMonitor(), services.deliveryWorker(), services.webhookWorker(),
-               LimitHousekeeping(client: services.client, logger: services.logger)] : [],
+            ? [services.appCacheListener(), services.databaseMonitor(), services.deliveryWorker(), services.webhookWorker(),
+               LimitHousekeeping(client: services.client, logger: services.logger)]
+            : [services.appCacheListener()],
         logger: logger)
 }
 

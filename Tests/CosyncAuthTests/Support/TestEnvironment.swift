@@ -61,6 +61,15 @@ enum TestEnvironment {
                 }
             }
         }
+        // The app cache is on for the whole suite, as in a server: every test also checks that a change
+        // is seen at once by the next request (AppCacheTests checks the other nodes).
+        if ProcessInfo.processInfo.environment["COSYNC_TEST_NO_APP_CACHE"] == nil {
+            let listener = services.appCacheListener()
+            Task.detached { try? await listener.run() }
+            let started = ContinuousClock.now
+            for _ in 0..<500 where !services.apps.cache.isLive { try await Task.sleep(for: .milliseconds(10)) }
+            print("app cache listener live: \(services.apps.cache.isLive) after \(ContinuousClock.now - started)")
+        }
         let webhooks = services.webhookWorker(pollInterval: .milliseconds(30))
         for _ in 0..<4 {
             Task.detached {

@@ -1,0 +1,225 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ServiceLifecycle
+
+/// The apps the end-user API reads on every request, held in memory by app id and by app-token hash.
+///
+/// **Consistency across nodes.** Every change to `apps`, `app_tokens` or `app_keys`, by any node, the
+/// admin API, the CLI or the legacy importer, fires a trigger (sql/0012_app_cache.sql) that sends
+/// `NOTIFY cosync_apps, '<app ref>'` when its transaction commits. Each node's `AppCacheListener`
+/// listens on that channel and drops the app at once. The node that made the change also drops it
+/// itself, before it answers, so its own next request never sees the old row.
+///
+/// **No listener, no cache.** Entries are served only while the listener's connection is up and has
+/// been since they were loaded: a lost connection (notifications may have been missed) empties the
+/// cache and turns it off until the listener is back. So a security change (suspension, deletion, a
+/// rotated-away app token) never waits for the TTL; the TTL (`ttl`, 10 s by default) is only the net
+/// under a connection that died without saying so, and the listener's ping bounds that case too.
+///
+/// **No stale write-back.** A load records the cache's generation before its query and stores its
+/// result only if no invalidation happened in between (any invalidation bumps the generation).
+public final class AppCache: Sendable {
+    struct Entry {
+        let row: AppRow
+        let loadedAt: ContinuousClock.Instant
+    }
+
+    struct TokenEntry {
+        let ref: Int64
+        /// The end of the token's grace period after a rotation; nil while it is the current token.
+        let expiresAt: Date?
+        let loadedAt: ContinuousClock.Instant
+    }
+
+    struct State {
+        var live = false
+        var generation: UInt64 = 0
+        var byRef: [Int64: Entry] = [:]
+        var refByAppId: [String: Int64] = [:]
+        var byTokenHash: [Data: TokenEntry] = [:]
+        var tokensByRef: [Int64: Set<Data>] = [:]
+        /// The kid of each app's signing key (the parsed key itself stays in `TokenIssuer`, by kid).
+        var signingKidByRef: [Int64: (kid: String, loadedAt: ContinuousClock.Instant)] = [:]
+
+        mutating func clear() {
+            generation &+= 1
+            byRef = [:]
+            refByAppId = [:]
+            byTokenHash = [:]
+            tokensByRef = [:]
+            signingKidByRef = [:]
+        }
+
+        mutating func drop(ref: Int64) {
+            generation &+= 1
+            if let entry = byRef.removeValue(forKey: ref) { refByAppId.removeValue(forKey: entry.row.appId) }
+            for hash in tokensByRef.removeValue(forKey: ref) ?? [] { byTokenHash.removeValue(forKey: hash) }
+            signingKidByRef.removeValue(forKey: ref)
+        }
+    }
+
+    let state = NIOLockedValueBox(State())
+    public let ttl: Duration
+    /// Above this many apps the cache starts again empty (a bound on memory, not an eviction policy:
+    /// 100,000 apps hold a few hundred MB at most, far more than one deployment serves).
+    public let capacity: Int
+
+    public init(ttl: Duration = .seconds(10), capacity: Int = 100_000) {
+        self.ttl = ttl
+        self.capacity = max(1, capacity)
+    }
+
+    /// Whether entries are being served (the listener is connected).
+    public var isLive: Bool { state.withLockedValue { $0.live } }
+
+    /// The generation to pass to `store`, or nil when the cache is off (then do not store).
+    func beginLoad() -> UInt64? {
+        state.withLockedValue { $0.live ? $0.generation : nil }
+    }
+
+    func app(appId: String) -> AppRow? {
+        let now = ContinuousClock.now
+        return state.withLockedValue { state in
+            guard state.live, let ref = state.refByAppId[appId], let entry = state.byRef[ref], now - entry.loadedAt < ttl else { return nil }
+            return entry.row
+        }
+    }
+
+    func app(tokenHash: Data) -> AppRow? {
+        let now = ContinuousClock.now
+        let wall = Date()
+        return state.withLockedValue { state in
+            guard state.live, let token = state.byTokenHash[tokenHash], now - token.loadedAt < ttl,
+                token.expiresAt.map({ $0 > wall }) ?? true,
+                let entry = state.byRef[token.ref], now - entry.loadedAt < ttl
+            else { return nil }
+            return entry.row
+        }
+    }
+
+    /// Keeps `row` (and, when given, the token that led to it) if nothing changed since `generation`.
+    func store(_ row: AppRow, tokenHash: Data? = nil, tokenExpiresAt: Date? = nil, generation: UInt64) {
+        let now = ContinuousClock.now
+        state.withLockedValue { state in
+            guard state.live, state.generation == generation else { return }
+            if state.byRef.count >= capacity, state.byRef[row.ref] == nil {
+                state.clear()
+                return
+            }
+            state.byRef[row.ref] = Entry(row: row, loadedAt: now)
+            state.refByAppId[row.appId] = row.ref
+            if let tokenHash {
+                state.byTokenHash[tokenHash] = TokenEntry(ref: row.ref, expiresAt: tokenExpiresAt, loadedAt: now)
+                state.tokensByRef[row.ref, default: []].insert(tokenHash)
+            }
+        }
+    }
+
+    /// The kid of the app's signing key, if known.
+    func signingKid(ref: Int64) -> String? {
+        let now = ContinuousClock.now
+        return state.withLockedValue { state in
+            guard state.live, let entry = state.signingKidByRef[ref], now - entry.loadedAt < ttl else { return nil }
+            return entry.kid
+        }
+    }
+
+    func storeSigningKid(_ kid: String, ref: Int64, generation: UInt64) {
+        let now = ContinuousClock.now
+        state.withLockedValue { state in
+            guard state.live, state.generation == generation, state.signingKidByRef.count < capacity else { return }
+            state.signingKidByRef[ref] = (kid, now)
+        }
+    }
+
+    /// Drops one app (by its internal id), on this node's own change or a notification.
+    public func invalidate(ref: Int64) {
+        state.withLockedValue { $0.drop(ref: ref) }
+    }
+
+    /// Empties the cache and turns it on or off (the listener's connection came up or went down).
+    func reset(live: Bool) {
+        state.withLockedValue { state in
+            state.clear()
+            state.live = live
+        }
+    }
+
+    /// The number of apps held (for tests and metrics).
+    public var count: Int { state.withLockedValue { $0.byRef.count } }
+}
+
+/// Keeps one pooled connection listening on `cosync_apps` and turns the cache on while it does. A
+/// notification's payload is the app's internal id; anything else empties the whole cache. A ping every
+/// `pingInterval` finds a connection that died silently; then the cache is off until it is back.
+public struct AppCacheListener: Service {
+    public static let channel = "cosync_apps"
+    let cache: AppCache
+    let client: PostgresClient
+    let logger: Logger
+    let pingInterval: Duration
+
+    public init(cache: AppCache, client: PostgresClient, logger: Logger, pingInterval: Duration = .seconds(2)) {
+        self.cache = cache
+        self.client = client
+        self.logger = logger
+        self.pingInterval = pingInterval
+    }
+
+    public func run() async throws {
+        var wait = Duration.milliseconds(250)
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown { try await listenOnce() }
+            } catch {
+                cache.reset(live: false)
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                logger.debug("app cache listener reconnecting", metadata: ["reason": "\(describeForOperator(error))"])
+            }
+            cache.reset(live: false)
+            let pause = wait
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            wait = min(wait * 2, .seconds(5))
+        }
+        cache.reset(live: false)
+    }
+
+    /// One connection's life: listen, turn the cache on, apply notifications and ping until it fails.
+    func listenOnce() async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.channel) { notifications in
+                // LISTEN is in place: whatever changes from now on is notified. What was cached before
+                // (under an earlier connection) is gone with the reset.
+                cache.reset(live: true)
+                defer { cache.reset(live: false) }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await notification in notifications {
+                            if let ref = Int64(notification.payload) {
+                                cache.invalidate(ref: ref)
+                            } else {
+                                cache.reset(live: true)
+                            }
+                        }
+                        throw AppCacheListenerEnded()
+                    }
+                    group.addTask {
+                        while true {
+                            try await Task.sleep(for: pingInterval)
+                            try await withDeadline(pingInterval) {
+                                try await connection.query("SELECT 1", logger: logger)
+                                return true
+                            }
+                        }
+                    }
+                    _ = try await group.next()
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+}
+
+struct AppCacheListenerEnded: Error {}
