@@ -29,7 +29,7 @@ public struct CosyncServices: Sendable {
             configured: configuration.operatorToken, client: client, logger: logger)
         let cache = AppCache()
         let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger, cache: cache)
-        let hasher = PasswordHasher(cost: configuration.bcryptCost)
+        let hasher = PasswordHasher(cost: configuration.bcryptCost, maxWait: configuration.kdfMaxWait)
         let tokens = TokenIssuer(
             client: client, box: configuration.secretBox, serverKeys: serverKeys,
             accessTokenLifetime: configuration.accessTokenLifetime, logger: logger, cache: cache)

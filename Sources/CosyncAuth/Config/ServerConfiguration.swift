@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var publicURL: String
     /// bcrypt cost for new password hashes. 10 in production (the legacy cost); tests may lower it.
     public var bcryptCost: Int
+    /// The longest expected wait for a bcrypt thread before a password request is refused with 503
+    /// and `Retry-After` (`COSYNC_KDF_MAX_WAIT_MS`, default 2000; see KDFScheduler).
+    public var kdfMaxWait: Duration = .seconds(2)
     public var databaseMaxConnections: Int
     /// `log` (development) or `sendgrid`.
     public var emailTransport: String = "log"
@@ -158,6 +161,7 @@ public struct ServerConfiguration: Sendable {
         if let proxies = value("COSYNC_TRUSTED_PROXIES") { trustedProxies = try TrustedProxies.parse(proxies) }
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
         if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
+        if let ms = try number("COSYNC_KDF_MAX_WAIT_MS", 10...60000) { kdfMaxWait = .milliseconds(ms) }
         if let seconds = try number("COSYNC_SHUTDOWN_DRAIN_SECONDS", 0...300) { shutdownDrain = .seconds(seconds) }
         if let seconds = try number("COSYNC_SHUTDOWN_TIMEOUT_SECONDS", 1...3600) { shutdownTimeout = .seconds(seconds) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }

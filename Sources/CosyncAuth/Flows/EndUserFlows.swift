@@ -234,13 +234,13 @@ public struct EndUserFlows: Sendable {
         if PasswordHasher.isMD5Hex(stored) || legacy {
             let given = legacy ? PasswordHasher.legacyDigest(md5Hex: md5) : md5
             guard Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8)) else { return false }
-            let upgraded = try await hasher.hash(md5Hex: md5)
+            let upgraded = try await hasher.hash(md5Hex: md5, tenant: String(user.appRef))
             try await client.withConnection {
                 try await EndUserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)
             }
             return true
         }
-        return try await hasher.verify(md5Hex: md5, hash: stored)
+        return try await hasher.verify(md5Hex: md5, hash: stored, tenant: String(user.appRef))
     }
 
     func audit(_ db: PostgresConnection, app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {

@@ -1,20 +1,46 @@
 import Crypto
 import Foundation
 import HummingbirdBcrypt
+import NIOCore
 import NIOPosix
 
 /// bcrypt over the MD5 hex of the password, as the legacy server stored it (admin-and-legacy.md §4):
 /// the SDKs send `md5hex(plaintext)` and that string is the effective password. Hashing and verifying
 /// run on NIO's bounded thread pool (one thread per core), never on the event loop or the cooperative
-/// executor.
+/// executor. A `KDFScheduler` admits the jobs: one running per pool thread, the rest queued fairly per
+/// tenant, and refused (`KDFOverloaded`, HTTP 503) when the expected wait passes its bound.
 public struct PasswordHasher: Sendable {
     public let cost: Int
     let pool: NIOThreadPool
+    public let scheduler: KDFScheduler
 
-    public init(cost: Int = 10, pool: NIOThreadPool = .singleton) {
+    public init(cost: Int = 10, pool: NIOThreadPool = .singleton, maxWait: Duration = .seconds(2)) {
         precondition((4...31).contains(cost), "bcrypt cost must be between 4 and 31")
         self.cost = cost
         self.pool = pool
+        // NIOThreadPool.singleton has one thread per core.
+        self.scheduler = KDFScheduler(slots: System.coreCount, maxWait: maxWait)
+    }
+
+    /// Runs one bcrypt job for `tenant` once the scheduler admits it.
+    func run<T: Sendable>(_ operation: String, tenant: String, _ job: @Sendable @escaping () -> T) async throws -> T {
+        let pool = self.pool
+        let scheduler = self.scheduler
+        return try await Telemetry.kdf(operation) { queued in
+            try await scheduler.acquire(tenant: tenant)
+            // The job's own time on its thread (not a wait for the pool, which other work shares) feeds
+            // the scheduler's estimate.
+            var ran = Duration.zero
+            defer { scheduler.release(ranFor: ran) }
+            Telemetry.kdfStarted(queuedAt: queued)
+            let (result, took) = try await pool.runIfActive { () -> (T, Duration) in
+                let started = ContinuousClock.now
+                let result = job()
+                return (result, ContinuousClock.now - started)
+            }
+            ran = took
+            return result
+        }
     }
 
     /// Lowercase hex MD5 of the UTF-8 plaintext: what the SDKs put on the wire.
@@ -37,15 +63,10 @@ public struct PasswordHasher: Sendable {
         legacyDigestPrefix + Hex.encode(SHA256.hash(data: Data(md5Hex.lowercased().utf8)))
     }
 
-    public func hash(md5Hex: String) async throws -> String {
+    /// `tenant` (the app's internal id as text) picks the queue the job waits in; jobs without an app share "".
+    public func hash(md5Hex: String, tenant: String = "") async throws -> String {
         let cost = UInt8(self.cost)
-        let pool = self.pool
-        return try await Telemetry.kdf("hash") { queued in
-            try await pool.runIfActive {
-                Telemetry.kdfStarted(queuedAt: queued)
-                return Bcrypt.hash(md5Hex, cost: cost)
-            }
-        }
+        return try await run("hash", tenant: tenant) { Bcrypt.hash(md5Hex, cost: cost) }
     }
 
     /// The bcrypt costs a stored hash may have. Outside them a hash is never verified (cost 31 would
@@ -66,15 +87,9 @@ public struct PasswordHasher: Sendable {
     /// Verifies against a stored bcrypt hash (`$2a$`, `$2b$`, `$2y$`). `$2y$` (PHP's name for the
     /// same algorithm) is verified as `$2b$`: HummingbirdBcrypt accepts only `a` and `b`. A hash that is
     /// malformed or whose cost is outside `acceptedCosts` does not verify, and is never hashed.
-    public func verify(md5Hex: String, hash: String) async throws -> Bool {
+    public func verify(md5Hex: String, hash: String, tenant: String = "") async throws -> Bool {
         guard let cost = Self.bcryptCost(hash), Self.acceptedCosts.contains(cost) else { return false }
         let stored = hash.hasPrefix("$2y$") ? "$2b$" + hash.dropFirst(4) : hash
-        let pool = self.pool
-        return try await Telemetry.kdf("verify") { queued in
-            try await pool.runIfActive {
-                Telemetry.kdfStarted(queuedAt: queued)
-                return Bcrypt.verify(md5Hex, hash: stored)
-            }
-        }
+        return try await run("verify", tenant: tenant) { Bcrypt.verify(md5Hex, hash: stored) }
     }
 }

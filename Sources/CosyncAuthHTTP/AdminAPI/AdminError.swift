@@ -41,6 +41,11 @@ struct AdminErrorMiddleware: RouterMiddleware {
             return try error.response(from: request, context: context)
         } catch let failure as AdminFailure {
             return try AdminError.from(failure).response(from: request, context: context)
+        } catch let busy as KDFOverloaded {
+            var response = try AdminError(status: .serviceUnavailable, code: "busy", message: busy.description)
+                .response(from: request, context: context)
+            response.headers[.retryAfter] = String(busy.retryAfterSeconds)
+            return response
         } catch let error as HTTPError {
             let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"
             return try AdminError(status: error.status, code: code, message: error.body ?? error.status.reasonPhrase)

@@ -2,6 +2,7 @@ import CosyncAuth
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 
 /// `/api/appuser/…`: the legacy wire of the CosyncAuthSwift and CosyncJWTSwift SDKs
@@ -274,6 +275,8 @@ struct LegacyErrorMiddleware: RouterMiddleware {
                 context.logger.error("end-user request failed", metadata: operatorMetadata(error))
                 return try LegacyError.internalError.response(from: request, context: context)
             }
+        } catch let busy as KDFOverloaded {
+            return KDFOverloadedResponse.response(busy)
         } catch is NIOTooManyBytesError {
             // A body over ServerRequestContext.maxUploadSize (1 MiB): HTTP 413, the legacy error body.
             return JSONBody.response(["code": .int(602), "message": .string("invalid data")], status: .contentTooLarge)
@@ -281,5 +284,16 @@ struct LegacyErrorMiddleware: RouterMiddleware {
             context.logger.error("end-user request failed", metadata: operatorMetadata(error))
             return try LegacyError.internalError.response(from: request, context: context)
         }
+    }
+}
+
+/// The answer to a password request refused because bcrypt's queue is full (`KDFScheduler`): HTTP 503,
+/// `Retry-After`, and the `{code, message}` body every error of both APIs' 503s has.
+enum KDFOverloadedResponse {
+    static func response(_ busy: KDFOverloaded) -> Response {
+        Counter(label: "cosync_kdf_refused_total").increment()
+        return JSONBody.response(
+            ["code": .int(503), "message": .string("the server is busy hashing passwords; try again shortly")],
+            status: .serviceUnavailable, headers: [.retryAfter: String(busy.retryAfterSeconds)])
     }
 }

@@ -46,6 +46,12 @@ enum TestEnvironment {
             "COSYNC_WEBHOOK_ALLOW_HTTP": "1", "COSYNC_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
             "COSYNC_WEBHOOK_RETRY_SECONDS": WebhookTests.retrySchedule, "COSYNC_WEBHOOK_DISABLE_AFTER": "\(WebhookTests.disableAfter)",
         ])
+        // The suite floods bcrypt on purpose (40 logins at once, on a loaded 2-core machine): a long bound
+        // keeps those tests about what they test. KDFSchedulerTests checks the 503 with a short one.
+        settings.kdfMaxWait = .seconds(60)
+        // At start every suite creates its apps at once: dozens of RSA-2048 key generations on a 2-core
+        // machine (often shared with a build) can pass the 15 s production bound.
+        settings.requestTimeout = .seconds(90)
         let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
         Task.detached { await client.run() }

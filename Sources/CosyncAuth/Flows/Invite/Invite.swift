@@ -158,7 +158,7 @@ extension EndUserFlows {
                 return .failed(.handleAlreadyRegistered)
             }
             // bcrypt only once the code matched, so wrong guesses cost no hashing thread.
-            let hash = try await hasher.hash(md5Hex: md5)
+            let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
             let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
             try await EndUserStore.markVerified(db, .invites, id: invite.id, logger: logger)
             try await EndUserStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)

@@ -79,7 +79,7 @@ extension EndUserFlows {
             return .matched(matched.userId)
         }
         guard case .matched(let userId) = check else { throw EndUserError.invalidData }
-        let hash = try await hasher.hash(md5Hex: md5)
+        let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             guard let user = try await UserStore.find(db, appRef: app.ref, id: userId, forUpdate: true, logger: logger) else {
                 throw EndUserError.invalidData
@@ -113,7 +113,7 @@ extension EndUserFlows {
             await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidData
         }
-        let hash = try await hasher.hash(md5Hex: md5)
+        let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             let ended = try await EndUserStore.setPassword(
                 db, userId: user.id, hash: hash, disableSecondFactor: false, keepSession: caller.sessionId,

@@ -35,7 +35,7 @@ extension EndUserFlows {
         }
 
         if app.settings.signupFlow == .none {
-            let hash = try await hasher.hash(md5Hex: md5)
+            let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
             let user: User = try await client.transaction(logger: logger) { db in
                 let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: metadata)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
@@ -53,7 +53,7 @@ extension EndUserFlows {
         let live = try await client.withConnection {
             try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
         }.map { isLive($0) } ?? false
-        let hash = live ? nil : try await hasher.hash(md5Hex: md5)
+        let hash = live ? nil : try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         do {
             try await client.transaction(logger: logger) { db in
                 let pending = try await EndUserStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)

@@ -1,0 +1,153 @@
+import NIOConcurrencyHelpers
+
+/// Thrown instead of queueing a bcrypt job whose expected wait passes the bound: the end-user and admin
+/// APIs answer HTTP 503 with `Retry-After` (the shipped SDKs treat any non-200 as an error).
+public struct KDFOverloaded: Error, Equatable, CustomStringConvertible {
+    /// Whole seconds after which the queue is expected to have room again (at least 1).
+    public let retryAfterSeconds: Int
+    public init(retryAfterSeconds: Int) { self.retryAfterSeconds = retryAfterSeconds }
+    public var description: String { "password hashing is saturated; retry after \(retryAfterSeconds) s" }
+}
+
+/// Admission and order for bcrypt jobs. At most `slots` jobs run at once (one per thread of the hashing
+/// pool); the others wait in one queue per tenant, and a finishing job hands its slot to the next
+/// tenant in turn (round robin), so an app that floods logins waits behind itself, not in front of the
+/// others: another app's login waits for at most about one job per busy tenant.
+///
+/// A job whose expected wait (jobs queued ahead of it across all tenants, divided by the slots, times
+/// the moving average of one job's run time) is over `maxWait` is refused at once with
+/// `KDFOverloaded`, instead of queueing without bound. The estimate counts every tenant's queue, so a
+/// quiet tenant can be refused during another's storm only when the server as a whole is over its
+/// bound; its jobs still go first among the admitted ones.
+///
+/// Hand-written: no package here offers a fair, bounded admission queue for a thread pool.
+public final class KDFScheduler: Sendable {
+    struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    struct State {
+        var running = 0
+        var waiting = 0
+        var queues: [String: [Waiter]] = [:]
+        /// Tenants with waiters, in the order their turn comes.
+        var ring: [String] = []
+        /// Waiters cancelled before they were queued (their task's cancellation ran first).
+        var cancelledEarly: Set<UInt64> = []
+        var nextId: UInt64 = 0
+        /// Moving average of one job's run time, in nanoseconds.
+        var averageNanos: Double
+
+        /// The next waiter in round-robin order, taken off its queue.
+        mutating func popNext() -> Waiter? {
+            guard !ring.isEmpty else { return nil }
+            let tenant = ring.removeFirst()
+            guard var queue = queues[tenant], !queue.isEmpty else {
+                queues[tenant] = nil
+                return popNext()
+            }
+            let waiter = queue.removeFirst()
+            waiting -= 1
+            if queue.isEmpty {
+                queues[tenant] = nil
+            } else {
+                queues[tenant] = queue
+                ring.append(tenant)
+            }
+            return waiter
+        }
+
+        mutating func remove(id: UInt64) -> Waiter? {
+            for (tenant, queue) in queues {
+                guard let index = queue.firstIndex(where: { $0.id == id }) else { continue }
+                var rest = queue
+                let waiter = rest.remove(at: index)
+                waiting -= 1
+                if rest.isEmpty {
+                    queues[tenant] = nil
+                    ring.removeAll { $0 == tenant }
+                } else {
+                    queues[tenant] = rest
+                }
+                return waiter
+            }
+            return nil
+        }
+    }
+
+    public let slots: Int
+    public let maxWait: Duration
+    let state: NIOLockedValueBox<State>
+
+    /// `initialEstimate` is the run time of one job assumed until the first jobs finished.
+    public init(slots: Int, maxWait: Duration, initialEstimate: Duration = .milliseconds(100)) {
+        self.slots = max(1, slots)
+        self.maxWait = maxWait
+        self.state = NIOLockedValueBox(State(averageNanos: Double(max(1, initialEstimate.nanoseconds))))
+    }
+
+    /// Jobs waiting for a slot (all tenants).
+    public var waiting: Int { state.withLockedValue { $0.waiting } }
+    /// Jobs running.
+    public var running: Int { state.withLockedValue { $0.running } }
+
+    /// Waits for a slot for `tenant`, or throws `KDFOverloaded` at once. Every successful call must be
+    /// paired with one `release`.
+    public func acquire(tenant: String) async throws {
+        let id = state.withLockedValue { state -> UInt64 in
+            state.nextId &+= 1
+            return state.nextId
+        }
+        // A cancellation that came too late to find the waiter leaves its id behind: drop it.
+        defer { state.withLockedValue { _ = $0.cancelledEarly.remove(id) } }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                enum Decision { case run, queued, refuse(Int), cancelled }
+                let decision = state.withLockedValue { state -> Decision in
+                    if state.cancelledEarly.remove(id) != nil { return .cancelled }
+                    if state.running < slots {
+                        state.running += 1
+                        return .run
+                    }
+                    // Jobs ahead of this one, shared by the slots, each an average job long.
+                    let expected = Double(state.waiting + 1) / Double(slots) * state.averageNanos
+                    let bound = Double(maxWait.nanoseconds)
+                    if expected > bound {
+                        let seconds = expected / 1e9
+                        return .refuse(seconds.isFinite ? max(1, min(3600, Int(seconds.rounded(.up)))) : 60)
+                    }
+                    state.queues[tenant, default: []].append(Waiter(id: id, continuation: continuation))
+                    if state.queues[tenant]?.count == 1 { state.ring.append(tenant) }
+                    state.waiting += 1
+                    return .queued
+                }
+                switch decision {
+                case .run: continuation.resume()
+                case .queued: break
+                case .refuse(let seconds): continuation.resume(throwing: KDFOverloaded(retryAfterSeconds: seconds))
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                }
+            }
+        } onCancel: {
+            let removed = state.withLockedValue { state -> Waiter? in
+                if let waiter = state.remove(id: id) { return waiter }
+                state.cancelledEarly.insert(id)
+                return nil
+            }
+            removed?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives the slot to the next tenant's job, and folds `ranFor` into the average job time.
+    public func release(ranFor: Duration) {
+        let next = state.withLockedValue { state -> Waiter? in
+            let sample = Double(max(1, ranFor.nanoseconds))
+            state.averageNanos = state.averageNanos * 0.8 + sample * 0.2
+            if let waiter = state.popNext() { return waiter }  // the slot passes on: `running` stays
+            state.running -= 1
+            return nil
+        }
+        next?.continuation.resume()
+    }
+}

@@ -1,0 +1,101 @@
+import CosyncAuth
+import CosyncAuthHTTP
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOConcurrencyHelpers
+import Testing
+
+/// The bcrypt admission queue (issue 10 §4): bounded, fair per tenant, refusing with 503 + Retry-After.
+@Suite("KDF scheduler: bounded, fair per app, 503 when saturated")
+struct KDFSchedulerTests {
+    /// Waits (bounded) until `condition` holds.
+    func eventually(_ condition: @Sendable () -> Bool) async throws {
+        for _ in 0..<400 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(condition())
+    }
+
+    @Test("a flooding tenant waits behind itself: another tenant's job runs next, not after the flood")
+    func fairness() async throws {
+        let scheduler = KDFScheduler(slots: 1, maxWait: .seconds(600))
+        try await scheduler.acquire(tenant: "holder")
+        let order = NIOLockedValueBox<[String]>([])
+        var tasks: [Task<Void, any Error>] = []
+        for i in 0..<20 {
+            tasks.append(Task {
+                try await scheduler.acquire(tenant: "flood")
+                order.withLockedValue { $0.append("flood\(i)") }
+            })
+            try await eventually { scheduler.waiting == i + 1 }
+        }
+        tasks.append(Task {
+            try await scheduler.acquire(tenant: "quiet")
+            order.withLockedValue { $0.append("quiet") }
+        })
+        try await eventually { scheduler.waiting == 21 }
+        // Each release hands the slot to the next tenant in turn.
+        for served in 1...21 {
+            scheduler.release(ranFor: .milliseconds(1))
+            try await eventually { order.withLockedValue { $0.count } == served }
+        }
+        for task in tasks { try await task.value }
+        let served = order.withLockedValue { $0 }
+        #expect(served.firstIndex(of: "quiet").map { $0 <= 1 } == true, "served: \(served)")
+        #expect(served.filter { $0.hasPrefix("flood") } == (0..<20).map { "flood\($0)" }, "a tenant's own jobs keep their order")
+        scheduler.release(ranFor: .milliseconds(1))
+        #expect(scheduler.running == 0 && scheduler.waiting == 0)
+    }
+
+    @Test("a job whose expected wait passes the bound is refused at once with a Retry-After; cancelled waiters give their place back")
+    func boundAndCancellation() async throws {
+        let scheduler = KDFScheduler(slots: 1, maxWait: .milliseconds(250), initialEstimate: .milliseconds(100))
+        try await scheduler.acquire(tenant: "a")
+        let first = Task { try await scheduler.acquire(tenant: "a") }  // expected wait 100 ms
+        try await eventually { scheduler.waiting == 1 }
+        let second = Task { try await scheduler.acquire(tenant: "b") }  // 200 ms
+        try await eventually { scheduler.waiting == 2 }
+        let started = ContinuousClock.now
+        await #expect(throws: KDFOverloaded(retryAfterSeconds: 1)) { try await scheduler.acquire(tenant: "c") }  // 300 ms > 250 ms
+        #expect(ContinuousClock.now - started < .milliseconds(100), "refused at once, not after waiting")
+
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(scheduler.waiting == 1)
+        scheduler.release(ranFor: .milliseconds(100))  // the holder finishes: `first` runs
+        try await first.value
+        #expect(scheduler.running == 1 && scheduler.waiting == 0)
+        scheduler.release(ranFor: .milliseconds(100))
+        #expect(scheduler.running == 0)
+    }
+
+    @Test("over HTTP: a login storm past the bound gets 503 with Retry-After and the {code, message} body; never a 500")
+    func overloadOverHTTP() async throws {
+        let shared = try await TestEnvironment.services()
+        var configuration = shared.configuration
+        configuration.kdfMaxWait = .milliseconds(10)
+        let (busy, _) = try await CosyncServices.prepare(
+            configuration: configuration, client: shared.client, migrator: try TestEnvironment.migrator(), logger: shared.logger)
+        let app = Application(router: buildRouter(services: busy))
+        try await app.test(.router) { client in
+            let api = API(client: client)
+            let created = try await api.createApp("KDF", settings: ["signupFlow": .string("none"), "maxLoginAttempts": .int(1000)])
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            let handle = "kdf\(Secrets.hexIdentifier().prefix(8))@example.com"
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
+            let replies = try await withThrowingTaskGroup(of: API.Reply.self) { group in
+                for _ in 0..<24 { group.addTask { try await sdk.login(handle, "pw") } }
+                var all: [API.Reply] = []
+                for try await reply in group { all.append(reply) }
+                return all
+            }
+            let refused = replies.filter { $0.status == .serviceUnavailable }
+            #expect(replies.allSatisfy { $0.status == .ok || $0.status == .serviceUnavailable }, "\(replies.map(\.status.code))")
+            #expect(!refused.isEmpty, "24 logins at once with a 10 ms bound: some are refused")
+            #expect(replies.contains { $0.status == .ok }, "the admitted ones succeed")
+            for reply in refused {
+                #expect(reply.object["code"] == .int(503))
+                #expect(reply.headers[.retryAfter].flatMap { Int($0) }.map { $0 >= 1 } == true)
+            }
+        }
+    }
+}
