@@ -65,7 +65,7 @@ public struct WebhookWorker: Service {
                     await runClaimLane(
                         pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5),
                         claim: { let batch = try await claim(limit: batchSize); return batch.isEmpty ? nil : batch },
-                        deliver: { try await deliver($0) })
+                        deliver: { try await deliver($0) }, drained: { $0.count < batchSize })
                 }
             }
             group.addTask {
@@ -124,12 +124,13 @@ public struct WebhookWorker: Service {
     /// sent holds this one back (the per-user order; within one batch too, since the check reads the
     /// statement's snapshot, where the earlier one is still pending); a dead one does not.
     ///
-    /// Fairness: an app that has `lanes - 1` or more deliveries in flight (counted across all nodes) gets
-    /// none claimed until some finish, so a tenant with slow endpoints cannot take every lane: one batch
-    /// of its deliveries usually reaches the bound, and the batch's sends run at once, so other tenants'
-    /// deliveries in the same batch are not held up behind them. A suspended app's deliveries wait.
+    /// Fairness: an app that has `lanes - 1` full batches of deliveries in flight (counted across all
+    /// nodes) gets none claimed until some finish, so a tenant with slow endpoints cannot take every
+    /// lane; and a batch's sends run side by side (`sendConcurrency` at a time), so other tenants'
+    /// deliveries in the same batch are not held up behind a slow one. A suspended app's deliveries wait.
     func claim(limit: Int) async throws -> [Claimed] {
-        let perAppInFlight = max(1, lanes - 1)
+        // Counted in deliveries: `lanes - 1` full batches.
+        let perAppInFlight = max(1, lanes - 1) * batchSize
         let rows = try await client.query(
             """
             WITH due AS (
@@ -169,6 +170,9 @@ public struct WebhookWorker: Service {
     }
 
     /// One finished send: what was claimed, what happened, in how many milliseconds.
+    /// Sends of one batch in flight at once.
+    static let sendConcurrency = 4
+
     struct Sent: Sendable {
         let claimed: Claimed
         let outcome: Outcome
@@ -179,16 +183,25 @@ public struct WebhookWorker: Service {
     /// and each failure is marked on its own (it may disable its endpoint).
     func deliver(_ batch: [Claimed]) async throws {
         let sent = await withTaskGroup(of: Sent.self, returning: [Sent].self) { group in
-            for claimed in batch {
-                group.addTask {
-                    let started = ContinuousClock.now
-                    let outcome = await send(claimed)
-                    let elapsed = ContinuousClock.now - started
-                    return Sent(claimed: claimed, outcome: outcome, latency: Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max))))
-                }
+            @Sendable func timed(_ claimed: Claimed) async -> Sent {
+                let started = ContinuousClock.now
+                let outcome = await send(claimed)
+                let elapsed = ContinuousClock.now - started
+                return Sent(claimed: claimed, outcome: outcome, latency: Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max))))
             }
+            var pending = batch[...]
+            var inFlight = 0
             var all: [Sent] = []
-            for await one in group { all.append(one) }
+            // At most `sendConcurrency` sends at a time: one finishing starts the next.
+            while true {
+                while inFlight < Self.sendConcurrency, let next = pending.popFirst() {
+                    group.addTask { await timed(next) }
+                    inFlight += 1
+                }
+                guard let one = await group.next() else { break }
+                inFlight -= 1
+                all.append(one)
+            }
             return all
         }
         var firstError: (any Error)?

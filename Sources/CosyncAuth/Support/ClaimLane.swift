@@ -5,9 +5,15 @@ import ServiceLifecycle
 /// a connection while PostgreSQL is unreachable) and the idle sleep, but not a send in flight: it runs
 /// in a task of its own and the lane waits for it, at most `inFlightLimit` (if its mark cannot be
 /// written, the row's lease runs out and another node sends it again).
+///
+/// `drained`, when given, tells whether a claim took everything that was due (a batch that was not
+/// full): then the lane also waits `pollInterval` before it claims again, so that under a steady
+/// trickle it claims batches, not one row per statement, while a backlog is still worked through at
+/// full speed.
 func runClaimLane<Claimed: Sendable>(
     pollInterval: Duration, inFlightLimit: Duration,
-    claim: @escaping @Sendable () async throws -> Claimed?, deliver: @escaping @Sendable (Claimed) async throws -> Void
+    claim: @escaping @Sendable () async throws -> Claimed?, deliver: @escaping @Sendable (Claimed) async throws -> Void,
+    drained: (@Sendable (Claimed) -> Bool)? = nil
 ) async {
     while !Task.isCancelled, !Task.isShuttingDownGracefully {
         let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
@@ -17,5 +23,8 @@ func runClaimLane<Claimed: Sendable>(
         }
         let inFlight = Task { try await deliver(claimed) }
         _ = try? await withDeadline(inFlightLimit) { try await inFlight.value }
+        if drained?(claimed) == true {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
+        }
     }
 }
