@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Webhook benchmark on a throwaway local PostgreSQL, with deploy/webhooks/receiver.py (it verifies
 # every request with `standardwebhooks`) as the receiver on 127.0.0.1:
-#   - login req/s (bcrypt cost 10, wrk) with no webhook endpoint, then with 2 endpoints subscribed to
-#     user.login.succeeded (each login then writes one event and two deliveries in its request);
+#   - login req/s (bcrypt cost 10, wrk) with 2 endpoints subscribed to
+#     user.login.succeeded (each login then writes one event and two deliveries in its request), in
+#     windows that alternate with windows where the endpoints are disabled (no deliveries);
 #   - events delivered per second: EVENTS events are queued for one endpoint and timed until the
 #     workers (one node, 4 lanes) have delivered them all.
 # Prints the figures. Not part of the test command. Needs wrk (apt-get install wrk) and a Python with
@@ -73,11 +74,6 @@ LUA
 rate() { sed -nE 's/^Requests\/sec: +([0-9.]+).*/\1/p'; }
 non2xx() { sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' | head -1; }
 
-echo "== login, no webhook endpoint (wrk -t2 -c$CONNECTIONS -d${DURATION}s)"
-wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/login.lua" "$H" > "$TMP/login0.txt"; cat "$TMP/login0.txt"
-# Logins still queued for bcrypt when wrk stopped finish first: their events must not reach the endpoints
-# before the receiver knows the secrets.
-sleep 3
 SECRETS=()
 # The receiver re-reads config.json on every request: replace it atomically.
 set_secrets() {
@@ -110,9 +106,24 @@ for path in a b; do
   SECRETS+=("$(echo "$HOOK" | json secret)")
 done
 set_secrets
-echo "== login, 2 endpoints subscribed to user.login.succeeded"
-wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/login.lua" "$H" > "$TMP/login2.txt"; cat "$TMP/login2.txt"
-L0=$(rate < "$TMP/login0.txt"); L2=$(rate < "$TMP/login2.txt")
+# The two login measurements alternate (ROUNDS times each, DURATION/ROUNDS seconds a window): the
+# endpoints are disabled for one window and enabled for the next, so that whatever else the machine
+# does weighs on both alike. A disabled endpoint gets no deliveries.
+ROUNDS="${ROUNDS:-4}"; WINDOW=$(( DURATION / ROUNDS )); [ "$WINDOW" -ge 3 ] || WINDOW=3
+HOOK_IDS=$(admin GET "/admin/v1/apps/$APP_ID/webhooks" | python3 -c 'import json,sys; print(" ".join(w["webhookId"] for w in json.load(sys.stdin)["webhooks"]))')
+endpoints() { for id in $HOOK_IDS; do admin PATCH "/admin/v1/apps/$APP_ID/webhooks/$id" "{\"enabled\":$1}" >/dev/null; done; }
+total0=0; total2=0; secs0=0; secs2=0
+for round in $(seq 1 "$ROUNDS"); do
+  endpoints false; sleep 1
+  wrk -t2 -c"$CONNECTIONS" -d"${WINDOW}s" -s "$TMP/login.lua" "$H" > "$TMP/login0.txt"
+  endpoints true; sleep 1
+  wrk -t2 -c"$CONNECTIONS" -d"${WINDOW}s" -s "$TMP/login.lua" "$H" > "$TMP/login2.txt"
+  r0=$(rate < "$TMP/login0.txt"); r2=$(rate < "$TMP/login2.txt")
+  echo "round $round: no endpoint $r0 req/s, 2 endpoints $r2 req/s (non-2xx: $(non2xx < "$TMP/login0.txt")/$(non2xx < "$TMP/login2.txt"))"
+  total0=$(python3 -c "print($total0 + $r0 * $WINDOW)"); total2=$(python3 -c "print($total2 + $r2 * $WINDOW)")
+  secs0=$((secs0 + WINDOW)); secs2=$((secs2 + WINDOW))
+done
+L0=$(python3 -c "print($total0 / $secs0)"); L2=$(python3 -c "print($total2 / $secs2)")
 # Let the login deliveries drain before the delivery measurement.
 for _ in $(seq 1 600); do [ "$(psql_ "SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending','sending')")" = 0 ] && break; sleep 0.5; done
 
@@ -139,8 +150,8 @@ VERIFIED=$("$PY" -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv
 
 echo
 echo "== summary ($KIND build; 2 cores shared by server, PostgreSQL, receiver and wrk)"
-printf 'login, no endpoint:        %8.1f req/s (non-2xx: %s)\n' "$L0" "$(non2xx < "$TMP/login0.txt")"
-printf 'login, 2 endpoints:        %8.1f req/s (non-2xx: %s) = %.1f %% of the rate without\n' "$L2" "$(non2xx < "$TMP/login2.txt")" "$(python3 -c "print(100*$L2/$L0)")"
+printf 'login, no endpoint:        %8.1f req/s (%s s in %s windows)\n' "$L0" "$secs0" "$ROUNDS"
+printf 'login, 2 endpoints:        %8.1f req/s (%s s in %s windows, alternating) = %.1f %% of the rate without\n' "$L2" "$secs2" "$ROUNDS" "$(python3 -c "print(100*$L2/$L0)")"
 printf 'events delivered:          %8.1f /s (%s of %s in %.1f s, one node, 4 lanes)\n' \
   "$(python3 -c "print($DELIVERED/($END-$START))")" "$DELIVERED" "$EVENTS" "$(python3 -c "print($END-$START)")"
 printf 'receiver requests verified with standardwebhooks: %s\n' "$VERIFIED"

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import Metrics
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
@@ -59,13 +60,30 @@ public struct WebhookWorker: Service {
     }()
 
     public func run() async throws {
+        // Lane 0 always polls; the others join while claims come back full (a backlog) or while lane 0
+        // is busy sending (a slow endpoint must not hold everyone's deliveries), so that a steady
+        // trickle is claimed in batches by one lane instead of one row at a time by all of them.
+        struct Activity { var backlog = false, firstLaneSending = false }
+        let activity = NIOLockedValueBox(Activity())
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<lanes {
+            for lane in 0..<lanes {
                 group.addTask {
                     await runClaimLane(
                         pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5),
-                        claim: { let batch = try await claim(limit: batchSize); return batch.isEmpty ? nil : batch },
-                        deliver: { try await deliver($0) }, drained: { $0.count < batchSize })
+                        claim: { () async throws -> [Claimed]? in
+                            if lane > 0, !activity.withLockedValue({ $0.backlog || $0.firstLaneSending }) { return nil }
+                            let batch = try await claim(limit: batchSize)
+                            activity.withLockedValue {
+                                $0.backlog = batch.count >= batchSize
+                                if lane == 0 { $0.firstLaneSending = !batch.isEmpty }
+                            }
+                            return batch.isEmpty ? nil : batch
+                        },
+                        deliver: { (batch: [Claimed]) in
+                            defer { if lane == 0 { activity.withLockedValue { $0.firstLaneSending = false } } }
+                            try await deliver(batch)
+                        },
+                        drained: { $0.count < batchSize })
                 }
             }
             group.addTask {
