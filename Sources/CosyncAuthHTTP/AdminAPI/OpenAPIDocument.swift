@@ -204,6 +204,29 @@ enum OpenAPIDocument {
         p["realmAppId"] = text(max: 200)
         p["emailExtensionSenderEmail"] = text(max: 254, pattern: emailPattern)
         p["handle"] = enumeration(["email"])
+        // AppKey: the WebAuthn relying party and the passkey rules.
+        let label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+        p["rpId"] = text(max: 253, pattern: "^(?:(?:\(label)\\.)+\(label))?$")
+        p["rpName"] = text(max: 100, pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+        let lower = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+        let port = "(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+        let origin = "^(?:https://(?:localhost|(?:\(lower)\\.)+\(lower))\(port)|http://localhost\(port)"
+            + "|android:apk-key-hash:[A-Za-z0-9_-]{20,100}|ios:bundle-id:[!-~]+)$"
+        p["allowedOrigins"] = type("array", [
+            "items": text(max: 300, pattern: origin), "uniqueItems": .bool(true), "maxItems": .int(50),
+            "description": .string("exact WebAuthn origins; empty: https://<rpId>"),
+        ])
+        p["userVerification"] = enumeration(AppSettings.UserVerification.allCases.map(\.rawValue))
+        p["attestation"] = enumeration(AppSettings.AttestationPolicy.allCases.map(\.rawValue))
+        p["counterRegression"] = enumeration(AppSettings.CounterRegression.allCases.map(\.rawValue))
+        p["handleType"] = enumeration(AppSettings.HandleType.allCases.map(\.rawValue))
+        p["passkeysPerUser"] = type("integer", ["minimum": .int(1), "maximum": .int(100)])
+        p["challengeLifetimeSeconds"] = type("integer", ["minimum": .int(60), "maximum": .int(600)])
+        p["signupCodeLifetimeSeconds"] = type("integer", ["minimum": .int(60), "maximum": .int(86_400)])
+        p["trustAnchors"] = type("array", [
+            "items": type("string", ["pattern": .string("^M[A-P][A-Za-z0-9+/]{2}(?:[A-Za-z0-9+/]{4}){5,4000}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]),
+            "maxItems": .int(10), "description": .string("X.509 certificates, standard base64 of DER"),
+        ])
         p["locales"] = type("array", [
             "items": enumeration(Locales.known.sorted()), "uniqueItems": .bool(true),
             "contains": .object(["const": .string(Locales.defaultLocale)]),
@@ -234,6 +257,7 @@ enum OpenAPIDocument {
         for c in ProviderCredentials.fieldNames { readable[c] = nil }
         readable["name"] = type("string")
         readable["appId"] = appIdSchema
+        readable["product"] = enumeration(AppProduct.allCases.map(\.rawValue))
         readable["appToken"] = type("string")
         readable["rawPublicKey"] = type("string", ["description": .string("base64 of the SPKI PEM")])
         readable["credentials"] = object(Dictionary(uniqueKeysWithValues: ProviderCredentials.fieldNames.map { ($0, type("boolean")) }),
@@ -310,7 +334,8 @@ enum OpenAPIDocument {
                 type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)])]),
             ]), "description": .string("any JSON value without U+0000 in a key or string")]),
             "AppInput": object(settingSchemas),
-            "AppCreateInput": object(settingSchemas, required: ["name"]),
+            "AppCreateInput": object(settingSchemas.merging(["product": enumeration(AppProduct.allCases.map(\.rawValue))]) { a, _ in a },
+                                     required: ["name"]),
             "App": object(readable, required: Array(always)),
             "AppCreated": object(created, required: Array(always) + ["appToken", "appSecret", "rawPublicKey"]),
             "KeyRotation": object(keyRotation, required: Array(always) + ["previousKeyRetiresAt"]),
