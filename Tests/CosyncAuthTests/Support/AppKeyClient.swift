@@ -25,7 +25,7 @@ struct AppKeyClient: Sendable {
             "userNamesEnabled": .bool(true), "locales": .array([.string("EN"), .string("FR")]),
         ]
         all.merge(settings) { $1 }
-        let created = try await api.createApp("AppKey \(Secrets.hexIdentifier().prefix(6))", settings: all)
+        let created = try await api.createApp("AppKey \(Secrets.hexIdentifier().prefix(6))x", settings: all)
         return (AppKeyClient(api: api, appToken: created.string("appToken")), created)
     }
 
@@ -114,10 +114,9 @@ struct AppKeyClient: Sendable {
     static func code(_ reply: API.Reply) -> Int? { reply.status == .badRequest ? reply.object["code"]?.intValue : nil }
 
     /// The last signup code e-mailed (or texted) to `handle`.
-    static func lastCode(to handle: String) async throws -> String {
-        let body = try await TestEnvironment.value(
-            "SELECT body FROM messages WHERE recipient = \(handle) ORDER BY id DESC LIMIT 1", as: String.self)
-        return try #require(body.flatMap(sixDigitCode(in:)), "no code sent to \(handle)")
+    static func lastCode(to handle: String, count: Int = 1) async throws -> String {
+        let mails = try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: count)
+        return try #require(mails.last.flatMap { sixDigitCode(in: $0.text) }, "no code sent to \(handle)")
     }
 
     /// A whole signup (signup → signupConfirm → signupComplete); returns the USER-body.

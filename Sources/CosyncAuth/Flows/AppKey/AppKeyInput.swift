@@ -45,8 +45,7 @@ public struct AppKeyFields: Sendable {
         switch values["response"] {
         case .object(let object): return object
         case .string(let text) where !text.trimmingCharacters(in: .whitespaces).isEmpty:
-            guard text.utf8.count <= 65_536,
-                let object = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))?.objectValue
+            guard let object = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))?.objectValue
             else { throw AppKeyError.invalidData.with("response is not a JSON object") }
             return object
         case nil, .null, .string: throw AppKeyError.missingParameter.with("missing parameter: response")
