@@ -339,6 +339,31 @@ struct AppKeyTests {
         }
     }
 
+    @Test("admin: list a user's passkeys and remove one, never the last (409)")
+    func adminPasskeys() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (client, app) = try await K.makeApp(api)
+            let appId = app.string("appId")
+            let user = try await client.signUp(K.uniqueEmail(), authenticator())
+            let token = user.string("access-token")
+            let options = try await client.post("addPasskey", .json, [], .access(token))
+            let second = authenticator(.ed25519)
+            #expect(try await client.post("addPasskeyComplete", .json, K.registration(handle: nil, second.register(challenge: try K.challenge(options)), .json), .access(token)).status == .ok)
+            let userId = try #require(AppKeyIds.uuid(user.string("appUserId"))).uuidString.lowercased()
+            let list = try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys")
+            let passkeys = list.object["passkeys"]?.arrayValue ?? []
+            #expect(list.status == .ok && passkeys.count == 2, "\(list.text)")
+            #expect(passkeys.last?["algorithm"] == .int(-8) && passkeys.last?["backupEligible"] == .bool(true))
+            let firstId = passkeys.first?["passkeyId"]?.stringValue ?? ""
+            let lastId = passkeys.last?["passkeyId"]?.stringValue ?? ""
+            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys/\(lastId)").status == .noContent)
+            let last = try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys/\(firstId)")
+            #expect(last.status == .conflict && last.errorCode == "last_identity", "\(last.text)")
+            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys/\(lastId)").status == .notFound)
+            #expect(try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(UUID().uuidString)/passkeys").status == .notFound)
+        }
+    }
+
     @Test("two completions of the same challenge at once: exactly one succeeds")
     func concurrentCompletion() async throws {
         try await TestEnvironment.withLiveServer { api in

@@ -59,6 +59,11 @@ enum OpenAPIDocument {
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/identities/{identityId}",
                   summary: "Detach an identity (the last one only with deleteAccount=true, which deletes the account)",
                   auth: .operatorOrAppSecret, success: ("204", nil), query: ["deleteAccount"]),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys", summary: "A user's passkeys (AppKey apps)",
+                  auth: .operatorOrAppSecret, success: ("200", "PasskeyList")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/{passkeyId}",
+                  summary: "Remove a passkey (never the user's last way to sign in: 409)",
+                  auth: .operatorOrAppSecret, success: ("204", nil)),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/upgrade",
                   summary: "Make an anonymous account permanent, keeping its user id",
                   auth: .operatorOrAppSecret, body: "UpgradeInput", success: ("200", "User")),
@@ -291,6 +296,13 @@ enum OpenAPIDocument {
             "identityId": uuid, "kind": enumeration(IdentityKind.allCases.map(\.rawValue)), "subject": type("string"),
             "email": nullable("string"), "createdAt": dateTime, "lastUsedAt": nullable("string", ["format": .string("date-time")]),
         ]
+        let passkey: [String: JSONValue] = [
+            "passkeyId": uuid, "credentialId": type("string"), "publicKey": type("string"), "algorithm": type("integer"),
+            "signCount": type("integer", ["minimum": .int(0)]), "name": type("string"), "platform": type("string"),
+            "attestationFormat": type("string"), "attestationVerified": type("boolean"), "transports": type("array", ["items": type("string")]),
+            "backupEligible": type("boolean"), "backupState": type("boolean"), "userVerified": type("boolean"), "cloneSuspected": type("boolean"),
+            "createdAt": dateTime, "updatedAt": dateTime, "lastUsedAt": nullable("string", ["format": .string("date-time")]),
+        ]
         let pending: [String: JSONValue] = [
             "id": uuid, "handle": type("string"), "status": type("string"), "locale": type("string"),
             "senderHandle": type("string"), "metaData": ref("AnyJSON"), "expiresAt": dateTime, "createdAt": dateTime,
@@ -358,6 +370,8 @@ enum OpenAPIDocument {
             "Session": object(session, required: Array(session.keys)),
             "Identity": object(identity, required: Array(identity.keys)),
             "IdentityList": object(["identities": type("array", ["items": ref("Identity")])], required: ["identities"]),
+            "Passkey": object(passkey, required: Array(passkey.keys)),
+            "PasskeyList": object(["passkeys": type("array", ["items": ref("Passkey")])], required: ["passkeys"]),
             "IdentityLinkInput": object(["provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)],
                                         required: ["provider", "idToken"]),
             // Either handle and password, or provider and idToken (a mix is answered 422).
@@ -408,7 +422,7 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id", "sessionId", "identityId", "webhookId": uuid
+        case "userId", "id", "sessionId", "identityId", "webhookId", "passkeyId": uuid
         case "messageId": type("string", ["pattern": .string("^msg_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")])
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
@@ -437,6 +451,7 @@ enum OpenAPIDocument {
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
+        if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
         if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
         return statuses.sorted()
     }
