@@ -1,7 +1,9 @@
+// (Named apart from Security/Secrets.swift's Base64URL, which serves JWTs and secrets: this one works on
+// [UInt8], bounds the decoded size and rejects anything but the two alphabets and final padding.)
 /// base64url (RFC 4648 §5) without padding on output; decoding is tolerant because clients differ:
 /// it accepts both alphabets (`-_` and `+/`) and optional `=` padding at the end, and nothing else
 /// (no whitespace, no padding in the middle). Works on `[UInt8]` with explicit bounds, never traps.
-enum Base64URL {
+enum WebAuthnBase64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Value of one character in either alphabet, or nil.

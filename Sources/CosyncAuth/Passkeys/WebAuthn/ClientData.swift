@@ -32,7 +32,7 @@ public struct ClientData: Sendable {
         } catch {
             throw .malformed("clientDataJSON is not valid JSON with type, challenge and origin")
         }
-        guard let challenge = Base64URL.decode(wire.challenge, maxBytes: Self.maximumChallengeBytes), !challenge.isEmpty else {
+        guard let challenge = WebAuthnBase64URL.decode(wire.challenge, maxBytes: Self.maximumChallengeBytes), !challenge.isEmpty else {
             throw .malformed("clientDataJSON challenge is not base64url")
         }
         type = wire.type

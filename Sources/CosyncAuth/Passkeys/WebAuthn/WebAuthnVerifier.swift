@@ -25,9 +25,9 @@ public enum WebAuthn {
     /// COSE algorithms this verifier implements: ES256, RS256, EdDSA.
     public static let supportedAlgorithms: [Int] = COSEAlgorithm.allCases.map(\.rawValue)
 
-    public static func decodeBase64URL(_ s: String) -> [UInt8]? { Base64URL.decode(s) }
+    public static func decodeBase64URL(_ s: String) -> [UInt8]? { WebAuthnBase64URL.decode(s) }
 
-    public static func encodeBase64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
+    public static func encodeBase64URL(_ bytes: [UInt8]) -> String { WebAuthnBase64URL.encode(bytes) }
 
     /// True when `der` is a readable X.509 certificate, for validating trust-anchor settings when
     /// they are saved (unreadable anchors are ignored at verification time).
@@ -103,7 +103,7 @@ public enum WebAuthn {
         guard constantTimeEqual(responseId, credential.credentialId) else { throw .credentialIdMismatch }
         let userHandle: [UInt8]?
         if let text = response.userHandle, !text.isEmpty {
-            guard let decoded = Base64URL.decode(text, maxBytes: maxUserHandleBytes) else { throw .malformed("userHandle") }
+            guard let decoded = WebAuthnBase64URL.decode(text, maxBytes: maxUserHandleBytes) else { throw .malformed("userHandle") }
             userHandle = decoded.isEmpty ? nil : decoded
         } else {
             userHandle = nil
@@ -144,11 +144,11 @@ public enum WebAuthn {
     }
 
     private static func credentialId(id: String, rawId: String?) throws(WebAuthnError) -> [UInt8] {
-        guard let decoded = Base64URL.decode(id, maxBytes: AuthenticatorData.maximumCredentialIdLength), !decoded.isEmpty else {
+        guard let decoded = WebAuthnBase64URL.decode(id, maxBytes: AuthenticatorData.maximumCredentialIdLength), !decoded.isEmpty else {
             throw .malformed("credential id")
         }
         if let rawId, !rawId.isEmpty {
-            guard let raw = Base64URL.decode(rawId, maxBytes: AuthenticatorData.maximumCredentialIdLength) else {
+            guard let raw = WebAuthnBase64URL.decode(rawId, maxBytes: AuthenticatorData.maximumCredentialIdLength) else {
                 throw .malformed("credential rawId")
             }
             guard raw == decoded else { throw .credentialIdMismatch }
@@ -157,7 +157,7 @@ public enum WebAuthn {
     }
 
     private static func decode(_ text: String, limit: Int, what: String) throws(WebAuthnError) -> [UInt8] {
-        guard let bytes = Base64URL.decode(text, maxBytes: limit) else {
+        guard let bytes = WebAuthnBase64URL.decode(text, maxBytes: limit) else {
             throw .malformed("\(what) is not base64url or is larger than \(limit) bytes")
         }
         guard !bytes.isEmpty else { throw .malformed("\(what) is empty") }
