@@ -165,7 +165,7 @@ struct WebAuthnFuzzTests {
         // Registrations: mutate the attestationObject, the authData inside it, or clientDataJSON.
         // Only mutants of signed data are required to fail (fmt none signs nothing).
         var signedMutantsAccepted = 0
-        Self.run(10_000, &registration) { i in
+        Self.run(20_000, &registration) { i in
             var r = registrations[i % registrations.count]
             let signed = (try? CBOR.decode(objects[i % objects.count])[text: "fmt"]) != .text("none")
             var touchedSignedData = false
@@ -192,7 +192,7 @@ struct WebAuthnFuzzTests {
         // Assertions: every byte of authenticatorData, clientDataJSON and the signature is signed, so
         // no mutant of them may verify. (A mutated stored key that still encodes the same key could.)
         var signedAssertionsAccepted = 0
-        Self.run(10_000, &assertion) { i in
+        Self.run(20_000, &assertion) { i in
             var (a, stored) = assertions[i % assertions.count]
             var touchedSignedData = true
             switch Int.random(in: 0..<4, using: &rng) {

@@ -542,6 +542,93 @@ struct WebAuthnTests {
         #expect((web?["response"] as? [String: String])?["signature"] == assertion.signature)
     }
 
+    // MARK: independent cross-check
+
+    @Test("cross-check: the fido2 Python package accepts and refuses the same fixtures, and reads the same key")
+    func fido2CrossCheck() throws {
+        guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
+            Issue.record("COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
+            return
+        }
+        let ca = TestCA(withIntermediate: true)
+        struct Case {
+            var json: String
+            var kind: String
+            var challenge: [UInt8]
+            var ours: Bool
+            var registration: VerifiedRegistration?
+            var stored: StoredCredential?
+            var expectedAttestation: String?
+        }
+        var cases: [Case] = []
+        func addRegistration(_ auth: SoftwareAuthenticator, _ attestation: SoftwareAuthenticator.Attestation, _ expected: String?) {
+            let c = Self.challenge()
+            let response = auth.register(challenge: c, attestation: attestation)
+            let ours = try? WebAuthn.verifyRegistration(response, expectedChallenge: c, rp: Self.relyingParty())
+            cases.append(Case(json: SoftwareAuthenticator.registrationJSON(response), kind: "registration", challenge: c, ours: ours != nil,
+                              registration: ours, expectedAttestation: expected))
+        }
+        func addAssertion(_ auth: inout SoftwareAuthenticator, tamper: SoftwareAuthenticator.Tamper = .init(), origin: String? = nil) {
+            let c = Self.challenge()
+            let response = auth.assert(challenge: c, counter: 3, clientDataOverride: .init(origin: origin), tamper: tamper)
+            let ours = (try? WebAuthn.verifyAssertion(response, expectedChallenge: c, rp: Self.relyingParty(), credential: auth.storedCredential)) != nil
+            cases.append(Case(json: SoftwareAuthenticator.assertionJSON(response), kind: "assertion", challenge: c, ours: ours, stored: auth.storedCredential))
+        }
+        for kind in [SoftwareAuthenticator.KeyKind.es256, .rs256, .ed25519] {
+            var auth = Self.authenticator(kind)
+            addRegistration(auth, .none, nil)
+            addRegistration(auth, .packedSelf, "SELF")
+            addAssertion(&auth)
+            var bad = SoftwareAuthenticator.Tamper()
+            bad.signature = { $0[$0.count / 2] ^= 0x40 }
+            addAssertion(&auth, tamper: bad)
+        }
+        var auth = Self.authenticator()
+        auth.aaguid = (0..<16).map { UInt8($0 * 3) }
+        addRegistration(auth, .packedCertificate(ca: ca), "BASIC")
+        addRegistration(auth, .apple(ca: ca), "ANON_CA")
+        addAssertion(&auth, origin: "https://evil.example")
+
+        func b64(_ bytes: [UInt8]) -> String { WebAuthn.encodeBase64URL(bytes) }
+        let body = cases.map { c -> String in
+            var item = "{\"kind\":\"\(c.kind)\",\"challenge\":\"\(b64(c.challenge))\",\"credential\":\(c.json)"
+            if let stored = c.stored {
+                item += ",\"credentialId\":\"\(b64(stored.credentialId))\",\"publicKeyCOSE\":\"\(b64(stored.publicKeyCOSE))\""
+            }
+            return item + "}"
+        }
+        let input = "{\"rpId\":\"\(Self.rpId)\",\"origin\":\"\(Self.origin)\",\"cases\":[\(body.joined(separator: ","))]}"
+        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("fido2-\(UUID().uuidString).json")
+        try Data(input.utf8).write(to: inputFile)
+        defer { try? FileManager.default.removeItem(at: inputFile) }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/webauthn/fido2_check.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script.path]
+        process.standardInput = try FileHandle(forReadingFrom: inputFile)
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let results = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
+        #expect(results.count == cases.count)
+        for (c, result) in zip(cases, results) {
+            let theirs = result["ok"] as? Bool ?? false
+            #expect(theirs == c.ours, "\(c.kind): fido2 \(result), ours \(c.ours)")
+            if let ours = c.registration, theirs {
+                #expect(result["credentialId"] as? String == b64(ours.credentialId))
+                #expect(result["publicKeyCOSE"] as? String == b64(ours.publicKeyCOSE))
+                #expect(result["alg"] as? Int == ours.algorithm)
+                #expect(result["attestation"] as? String == c.expectedAttestation)
+            }
+        }
+        // The fixture set has both outcomes.
+        #expect(cases.contains { $0.ours } && cases.contains { !$0.ours })
+    }
+
     @Test("error messages are short and distinct")
     func messages() {
         let all: [WebAuthnError] = [
