@@ -511,7 +511,7 @@ struct SoftwareAuthenticator {
     /// Modulus and exponent of an RSA public key, read from its PKCS#1 DER form.
     static func rsaComponents(_ key: _RSA.Signing.PublicKey) -> (n: [UInt8], e: [UInt8]) {
         do {
-            let spki = try Certificate.PublicKey(key).subjectPublicKeyInfoBytes
+            let spki = Certificate.PublicKey(key).subjectPublicKeyInfoBytes
             let root = try DER.parse(spki)
             return try DER.sequence(root, identifier: .sequence) { nodes in
                 guard let nNode = nodes.next(), let eNode = nodes.next(),

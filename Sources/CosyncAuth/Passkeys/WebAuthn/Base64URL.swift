@@ -48,6 +48,8 @@ enum WebAuthnBase64URL {
     /// Decodes `text`; nil when it is not base64/base64url. `maxBytes` bounds the decoded size so that
     /// an oversized field is refused before any work proportional to it.
     static func decode(_ text: String, maxBytes: Int = .max) -> [UInt8]? {
+        // Refuse an oversized text before copying it (4 characters per 3 bytes, plus padding).
+        if maxBytes < Int.max / 2, text.utf8.count > (maxBytes / 3 + 1) * 4 + 2 { return nil }
         var chars = Array(text.utf8)
         var padding = 0
         while let last = chars.last, last == UInt8(ascii: "=") {
