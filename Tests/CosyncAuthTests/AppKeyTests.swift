@@ -364,6 +364,39 @@ struct AppKeyTests {
         }
     }
 
+    @Test("passkey reset (§5.4): the admin resets, login asks for a new passkey, the e-mailed token adds one once")
+    func passkeyReset() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (client, app) = try await K.makeApp(api)
+            let appId = app.string("appId")
+            let handle = K.uniqueEmail()
+            let user = try await client.signUp(handle, authenticator())
+            let userId = try #require(AppKeyIds.uuid(user.string("appUserId"))).uuidString.lowercased()
+            let reset = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys/reset")
+            #expect(reset.status == .ok && reset.object["passkeysRemoved"] == .int(1), "\(reset.text)")
+            // The old session ended; login says a passkey must be added.
+            #expect(K.code(try await client.get("user", .access(user.string("access-token")))) == 405)
+            let login = try await client.post("login", .form, [("handle", .string(handle))])
+            #expect(login.object["requireAddPasskey"] == .bool(true) && login.object["challenge"] != nil, "\(login.text)")
+            let mails = try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 2)
+            let text = mails.last?.text ?? ""
+            let token = try #require(text.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.split(separator: ".").count == 3 })
+            // The reset token serves addPasskey / addPasskeyComplete only.
+            #expect(K.code(try await client.get("user", .access(token))) == 405)
+            var device = authenticator()
+            let options = try await client.post("addPasskey", .json, [], .access(token))
+            #expect(options.status == .ok && options.object["excludeCredentials"] == .array([]), "\(options.text)")
+            let added = try await client.post("addPasskeyComplete", .form, K.registration(handle: handle, device.register(challenge: try K.challenge(options)), .form), .access(token))
+            #expect(added.status == .ok && added.object["jwt"] == nil && added.object["access-token"] == nil, "\(added.text)")
+            #expect(added.object["authenticators"]?.arrayValue?.count == 1)
+            #expect(K.code(try await client.post("addPasskey", .json, [], .access(token))) == 405)
+            let again = try await client.logIn(handle, &device)
+            #expect(again.status == .ok && again.object["requireAddPasskey"] == nil, "\(again.text)")
+            let plain = try await api.createApp("Plain \(Secrets.hexIdentifier().prefix(4))x")
+            #expect(try await api.call(.post, "/admin/v1/apps/\(plain.string("appId"))/users/\(userId)/passkeys/reset").status == .conflict)
+        }
+    }
+
     @Test("two completions of the same challenge at once: exactly one succeeds")
     func concurrentCompletion() async throws {
         try await TestEnvironment.withLiveServer { api in

@@ -127,9 +127,9 @@ public struct AppState: Sendable, Equatable {
     }
 
     /// A lower-case DNS name of at least two labels: letters, digits and inner hyphens.
-    static func isDomain(_ text: String) -> Bool {
+    static func isDomain(_ text: String, maxLength: Int = 253) -> Bool {
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard labels.count >= 2, text.utf8.count <= 253 else { return false }
+        guard labels.count >= 2, text.utf8.count <= maxLength else { return false }
         return labels.allSatisfy { label in
             guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-" else { return false }
             return label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
@@ -168,7 +168,8 @@ public struct AppState: Sendable, Equatable {
         else if origin.hasPrefix("http://localhost") { rest = origin.dropFirst(7) }
         else { return false }
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count <= 2, let host = parts.first, host == "localhost" || isDomain(String(host)) else { return false }
+        // The whole origin is at most 300 characters; its host has no bound of its own.
+        guard parts.count <= 2, let host = parts.first, host == "localhost" || isDomain(String(host), maxLength: 300) else { return false }
         if parts.count == 2 { guard let port = Int(parts[1]), (1...65535).contains(port), String(port) == parts[1] else { return false } }
         return true
     }
@@ -181,7 +182,16 @@ public struct AppState: Sendable, Equatable {
         for (index, item) in items.enumerated() {
             let field = "trustAnchors[\(index)]"
             guard let text = item.stringValue else { throw FieldError(field, "invalid_type", "must be a string") }
-            guard text.utf8.count <= 16_384, let der = Data(base64Encoded: text), der.count > 16, der.first == 0x30 else {
+            // Standard base64 with its padding (the document's pattern), then DER: a SEQUENCE of 18+ bytes.
+            let chars = Array(text.utf8)
+            let isBase64 = chars.allSatisfy { c in
+                (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c) || c == 0x2B || c == 0x2F || c == 0x3D
+            }
+            let padding = chars.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+            guard isBase64, chars.count % 4 == 0, (24...16_008).contains(chars.count), padding <= 2,
+                !chars.dropLast(padding).contains(UInt8(ascii: "=")),
+                let der = WebAuthn.decodeBase64URL(text), der.count >= 18, der.first == 0x30
+            else {
                 throw FieldError(field, "invalid_value", "must be the standard base64 of a DER X.509 certificate")
             }
             result.append(text)

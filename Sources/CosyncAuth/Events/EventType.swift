@@ -22,4 +22,6 @@ public enum EventType: String, Sendable, CaseIterable, Codable {
     case passkeyRenamed = "passkey.renamed"
     case passkeyRemoved = "passkey.removed"
     case passkeyCloneSuspected = "passkey.cloneSuspected"
+    case passkeyResetRequested = "passkey.resetRequested"
+    case passkeyReset = "passkey.reset"
 }

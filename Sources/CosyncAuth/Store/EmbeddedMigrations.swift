@@ -732,6 +732,19 @@ extension Migrator {
             );
             CREATE UNIQUE INDEX appkey_signups_app_handle ON appkey_signups (app_ref, lower(handle));
             CREATE INDEX appkey_signups_expiry ON appkey_signups (expires_at);
+
+            -- A passkey reset (account recovery, spec §5.4): the admin removed the user's passkeys and e-mailed a
+            -- reset token (a JWT of scope resetPasskey whose jti is this row's id); the token may add one passkey,
+            -- once, before it expires.
+            CREATE TABLE passkey_resets (
+                id         uuid PRIMARY KEY,
+                app_ref    bigint NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+                user_id    uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz NOT NULL,
+                used_at    timestamptz
+            );
+            CREATE INDEX passkey_resets_user ON passkey_resets (user_id);
             """#),
     ]
 }

@@ -245,6 +245,46 @@ public enum PasskeyStore {
         return nil
     }
 
+    // MARK: passkey resets
+
+    /// Starts a reset: the user's passkeys go, its sessions end, older resets go, a reset row is made.
+    /// Returns how many passkeys were removed.
+    static func startReset(_ db: PostgresConnection, appRef: Int64, userId: UUID, resetId: UUID, lifetimeSeconds: Int, logger: Logger) async throws -> Int {
+        let rows = try await db.query("DELETE FROM identities WHERE user_id = \(userId) AND kind = 'passkey' RETURNING 1", logger: logger)
+        var removed = 0
+        for try await _ in rows { removed += 1 }
+        try await SessionStore.deleteAll(db, userId: userId, logger: logger)
+        try await db.query(
+            """
+            INSERT INTO appkey_profiles (user_id, app_ref, require_add_passkey) VALUES (\(userId), \(appRef), true)
+            ON CONFLICT (user_id) DO UPDATE SET require_add_passkey = true
+            """, logger: logger)
+        try await db.query("DELETE FROM passkey_resets WHERE user_id = \(userId)", logger: logger)
+        try await db.query(
+            """
+            INSERT INTO passkey_resets (id, app_ref, user_id, expires_at)
+            VALUES (\(resetId), \(appRef), \(userId), now() + make_interval(secs => \(lifetimeSeconds)::int))
+            """, logger: logger)
+        return removed
+    }
+
+    /// When a reset was made, if it is unused and alive.
+    static func liveReset(_ db: PostgresConnection, id: UUID, userId: UUID, logger: Logger) async throws -> Date? {
+        let rows = try await db.query(
+            "SELECT created_at FROM passkey_resets WHERE id = \(id) AND user_id = \(userId) AND used_at IS NULL AND expires_at > now()",
+            logger: logger)
+        for try await date in rows.decode(Date.self) { return date }
+        return nil
+    }
+
+    /// Uses a reset (once); false when it was used, expired or removed meanwhile.
+    static func useReset(_ db: PostgresConnection, id: UUID, logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            "UPDATE passkey_resets SET used_at = now() WHERE id = \(id) AND used_at IS NULL AND expires_at > now() RETURNING id", logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
     // MARK: pending signups
 
     /// Replaces the pending signup of (app, handle).

@@ -64,6 +64,9 @@ enum OpenAPIDocument {
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/{passkeyId}",
                   summary: "Remove a passkey (never the user's last way to sign in: 409)",
                   auth: .operatorOrAppSecret, success: ("204", nil)),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/reset",
+                  summary: "Passkey reset (AppKey apps): remove the user's passkeys, end its sessions and e-mail a single-use reset token",
+                  auth: .operatorOrAppSecret, success: ("200", "PasskeyReset")),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/upgrade",
                   summary: "Make an anonymous account permanent, keeping its user id",
                   auth: .operatorOrAppSecret, body: "UpgradeInput", success: ("200", "User")),
@@ -372,6 +375,8 @@ enum OpenAPIDocument {
             "IdentityList": object(["identities": type("array", ["items": ref("Identity")])], required: ["identities"]),
             "Passkey": object(passkey, required: Array(passkey.keys)),
             "PasskeyList": object(["passkeys": type("array", ["items": ref("Passkey")])], required: ["passkeys"]),
+            "PasskeyReset": object(["resetExpiresAt": dateTime, "passkeysRemoved": type("integer", ["minimum": .int(0)])],
+                                   required: ["resetExpiresAt", "passkeysRemoved"]),
             "IdentityLinkInput": object(["provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)],
                                         required: ["provider", "idToken"]),
             // Either handle and password, or provider and idToken (a mix is answered 422).
@@ -452,6 +457,7 @@ enum OpenAPIDocument {
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
+        if op.path.hasSuffix("/passkeys/reset") { statuses.insert("409") }  // not an AppKey app
         if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
         return statuses.sorted()
     }

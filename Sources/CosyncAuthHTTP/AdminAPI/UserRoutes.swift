@@ -107,6 +107,15 @@ struct IdentityRoutes {
         admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
         admin.get("apps/:appId/users/:userId/passkeys", use: passkeys)
         admin.delete("apps/:appId/users/:userId/passkeys/:passkeyId", use: removePasskey)
+        admin.post("apps/:appId/users/:userId/passkeys/reset", use: resetPasskeys)
+    }
+
+    @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let (expires, removed) = try await AppKeyFlows(flows: services.flows).resetPasskeys(
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
+        return JSONBody.response(["resetExpiresAt": .string(ISO8601.milliseconds(expires)), "passkeysRemoved": .int(removed)])
     }
 
     @Sendable func passkeys(_ request: Request, context: ServerRequestContext) async throws -> Response {

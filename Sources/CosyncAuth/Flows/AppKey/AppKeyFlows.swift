@@ -80,14 +80,19 @@ public struct AppKeyFlows: Sendable {
         public let sessionId: UUID
         public let authTime: Date
         public let accessToken: String
+        /// Set when the token is a passkey-reset token (§5.4): it may only add a passkey.
+        public var resetId: UUID? = nil
 
         /// Signed in within the app's `freshAuthMinutes` (§2.7).
         public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
     }
 
-    public func caller(_ credentials: AppKeyCredentials) async throws -> Caller {
+    public func caller(_ credentials: AppKeyCredentials, allowReset: Bool = false) async throws -> Caller {
         guard let token = credentials.accessToken else {
             throw AppKeyError.invalidAccessToken.with("an access-token is required")
+        }
+        if allowReset, let reset = try? await flows.apps.serverKeys.verify(token, as: ResetPasskeyClaims.self) {
+            return try await resetCaller(reset, token: token)
         }
         guard let claims = await tokens.verifyAccessToken(token), let sid = claims.sid, let sessionId = UUID(uuidString: sid),
             let userId = UUID(uuidString: claims.uid)
@@ -106,6 +111,23 @@ public struct AppKeyFlows: Sendable {
         guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
         guard user.status == "active" else { throw AppKeyError.accountSuspended }
         return Caller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
+    }
+
+    /// The caller of a live, unused passkey-reset token.
+    func resetCaller(_ claims: ResetPasskeyClaims, token: String) async throws -> Caller {
+        guard AppAdministration.isAppId(claims.appId), let resetId = UUID(uuidString: claims.jti), let userId = UUID(uuidString: claims.uid),
+            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+        else { throw AppKeyError.invalidAccessToken }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        try requireActive(app)
+        guard let (user, created) = try await client.withConnection({ db -> (User, Date)? in
+            guard let created = try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger),
+                let user = try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
+            else { return nil }
+            return (user, created)
+        }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
+        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        return Caller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
     }
 
     // MARK: the user body (§2.3, §2.4)
@@ -290,6 +312,23 @@ public struct AppKeyFlows: Sendable {
         if agent.contains("Windows") { return "Windows" }
         if let attachment, !attachment.isEmpty { return attachment }
         return "unknown"
+    }
+}
+
+/// A passkey-reset token (§5.4): signed by the server key, scope `resetPasskey`, `jti` names its
+/// `passkey_resets` row (single use).
+public struct ResetPasskeyClaims: JWTPayload, Equatable {
+    public var handle: String
+    public var appId: String
+    public var scope: String
+    public var iat: Int
+    public var exp: Int
+    public var uid: String
+    public var jti: String
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "resetPasskey" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        guard Double(exp) > Date().timeIntervalSince1970 else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired") }
     }
 }
 

@@ -5,9 +5,9 @@ extension AppKeyFlows {
     /// K20 `POST addPasskey`: creation options for one more passkey of the signed-in user. Needs a
     /// fresh sign-in (E405) and room under the app's `passkeysPerUser` (E602).
     public func addPasskey(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials)
+        let caller = try await caller(credentials, allowReset: true)
         let app = caller.app, user = caller.user
-        guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
+        guard caller.isFresh || caller.resetId != nil else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
         let challenge = Self.newChallenge()
         let (profile, passkeys) = try await client.transaction(logger: logger) { db in
             let profile = try await PasskeyStore.profile(db, userId: user.id, logger: logger)
@@ -23,12 +23,12 @@ extension AppKeyFlows {
         }
         return try creationOptions(
             app: app, challenge: challenge, userId: user.id, handle: user.handle, displayName: profile?.displayName ?? user.handle,
-            exclude: passkeys)
+            exclude: caller.resetId == nil ? passkeys : [])
     }
 
     /// K21 `POST addPasskeyComplete`: verifies and stores the new passkey.
     public func addPasskeyComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials)
+        let caller = try await caller(credentials, allowReset: true)
         let app = caller.app, user = caller.user
         _ = try fields.require("id")
         _ = try fields.response()
@@ -45,9 +45,18 @@ extension AppKeyFlows {
             }
             let profile = try await PasskeyStore.profile(db, userId: user.id, logger: logger)
             try await insertPasskey(db, app: app, user: user, passkey: passkey, displayName: profile?.displayName ?? user.handle)
+            if let resetId = caller.resetId {
+                // The reset token adds one passkey, once.
+                guard try await PasskeyStore.useReset(db, id: resetId, logger: logger) else {
+                    throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired")
+                }
+                try await Events.record(db, app: app, type: .passkeyReset, user: user, logger: logger)
+            }
             if profile?.requireAddPasskey ?? false { try await PasskeyStore.setRequireAddPasskey(db, userId: user.id, false, logger: logger) }
-            try await audit(db, app: app, handle: user.handle, action: "addPasskeyComplete")
+            try await audit(db, app: app, handle: user.handle, action: "addPasskeyComplete", detail: ["reset": .bool(caller.resetId != nil)])
         }
+        // After a reset the user signs in anew: no session keys (§K21).
+        if caller.resetId != nil { return try await userBody(app: app, user: user, accessToken: nil, withJWT: false) }
         return try await userBody(app: app, user: user, accessToken: caller.accessToken)
     }
 
@@ -105,5 +114,42 @@ extension AppKeyFlows {
             try await Events.record(
                 db, app: app, type: .passkeyRemoved, user: user, data: ["credentialId": .string(Base64URL.encode(credentialId))], logger: logger)
         }
+    }
+
+    /// Admin "reset passkey" (§5.4): removes the user's passkeys, ends its sessions, marks the account
+    /// as waiting for a new passkey and sends it a reset token (24 h, single use) that may add one.
+    /// Returns the reset's expiry and how many passkeys were removed.
+    public func resetPasskeys(appId: String, userId: String, actor: String, lifetimeSeconds: Int = 24 * 3600) async throws -> (Date, Int) {
+        let app = try await flows.apps.row(appId: appId)
+        guard app.product == .appKey else {
+            throw AdminFailure.conflict(code: "not_appkey", message: "passkeys are reset in AppKey apps only")
+        }
+        guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
+        let resetId = UUID()
+        let now = Int(Date().timeIntervalSince1970)
+        let removed = try await client.transaction(logger: logger) { db -> Int in
+            guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
+                throw AdminFailure.notFound("user")
+            }
+            let token = try await flows.apps.serverKeys.sign(ResetPasskeyClaims(
+                handle: user.handle, appId: app.appId, scope: "resetPasskey", iat: now, exp: now + lifetimeSeconds,
+                uid: user.id.uuidString.lowercased(), jti: resetId.uuidString.lowercased()))
+            let removed = try await PasskeyStore.startReset(db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
+            if user.handle.hasPrefix("+") {
+                try await flows.outbox.sms(
+                    db, app: app, locale: user.locale, to: user.handle, values: ["CODE": token, "HANDLE": user.handle],
+                    perNumberPerHour: flows.settings.smsPerNumberPerHour, logger: logger)
+            } else if user.handle.contains("@") {
+                try await flows.outbox.email(
+                    db, app: app, template: "resetPasskey", locale: user.locale, to: user.handle, values: ["HANDLE": user.handle, "CODE": token],
+                    logger: logger)
+            }
+            try await AuditLog.record(
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "passkey.reset",
+                detail: ["userId": .string(id.uuidString.lowercased()), "passkeysRemoved": .int(removed)], logger: logger)
+            try await Events.record(db, app: app, type: .passkeyResetRequested, user: user, data: ["actor": .string(actor)], logger: logger)
+            return removed
+        }
+        return (Date().addingTimeInterval(Double(lifetimeSeconds)), removed)
     }
 }
