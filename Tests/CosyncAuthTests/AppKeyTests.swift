@@ -372,7 +372,7 @@ struct AppKeyTests {
             let handle = K.uniqueEmail()
             let user = try await client.signUp(handle, authenticator())
             let userId = try #require(AppKeyIds.uuid(user.string("appUserId"))).uuidString.lowercased()
-            let reset = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(userId)/passkeys/reset")
+            let reset = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(userId)/passkey-reset")
             #expect(reset.status == .ok && reset.object["passkeysRemoved"] == .int(1), "\(reset.text)")
             // The old session ended; login says a passkey must be added.
             #expect(K.code(try await client.get("user", .access(user.string("access-token")))) == 405)
@@ -393,7 +393,7 @@ struct AppKeyTests {
             let again = try await client.logIn(handle, &device)
             #expect(again.status == .ok && again.object["requireAddPasskey"] == nil, "\(again.text)")
             let plain = try await api.createApp("Plain \(Secrets.hexIdentifier().prefix(4))x")
-            #expect(try await api.call(.post, "/admin/v1/apps/\(plain.string("appId"))/users/\(userId)/passkeys/reset").status == .conflict)
+            #expect(try await api.call(.post, "/admin/v1/apps/\(plain.string("appId"))/users/\(userId)/passkey-reset").status == .conflict)
         }
     }
 

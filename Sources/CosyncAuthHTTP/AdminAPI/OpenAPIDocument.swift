@@ -64,7 +64,7 @@ enum OpenAPIDocument {
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/{passkeyId}",
                   summary: "Remove a passkey (never the user's last way to sign in: 409)",
                   auth: .operatorOrAppSecret, success: ("204", nil)),
-        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/reset",
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/passkey-reset",
                   summary: "Passkey reset (AppKey apps): remove the user's passkeys, end its sessions and e-mail a single-use reset token",
                   auth: .operatorOrAppSecret, success: ("200", "PasskeyReset")),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/upgrade",
@@ -457,7 +457,7 @@ enum OpenAPIDocument {
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
-        if op.path.hasSuffix("/passkeys/reset") { statuses.insert("409") }  // not an AppKey app
+        if op.path.hasSuffix("/passkey-reset") { statuses.insert("409") }  // not an AppKey app
         if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
         return statuses.sorted()
     }

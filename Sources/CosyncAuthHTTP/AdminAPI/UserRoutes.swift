@@ -107,7 +107,7 @@ struct IdentityRoutes {
         admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
         admin.get("apps/:appId/users/:userId/passkeys", use: passkeys)
         admin.delete("apps/:appId/users/:userId/passkeys/:passkeyId", use: removePasskey)
-        admin.post("apps/:appId/users/:userId/passkeys/reset", use: resetPasskeys)
+        admin.post("apps/:appId/users/:userId/passkey-reset", use: resetPasskeys)
     }
 
     @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
