@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite("AppKey: product, relying party and the passkey API (K1–K23)")
+@Suite("AppKey: product, relying party and the passkey API (K1–K23)", .serialized)
 struct AppKeyTests {
     typealias K = AppKeyClient
     func authenticator(_ kind: SoftwareAuthenticator.KeyKind = .es256) -> SoftwareAuthenticator {

@@ -47,9 +47,16 @@ public enum ChallengeStore {
         return nil
     }
 
-    /// Housekeeping: removes challenges that expired.
-    public static func purgeExpired(_ db: PostgresConnection, logger: Logger) async throws {
-        try await db.query("DELETE FROM webauthn_challenges WHERE expires_at < now()", logger: logger)
-        try await db.query("DELETE FROM appkey_signups WHERE expires_at < now() - interval '1 day'", logger: logger)
+    /// Housekeeping: removes expired challenges, pending signups and passkey resets; returns how many.
+    public static func purgeExpired(_ db: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            WITH c AS (DELETE FROM webauthn_challenges WHERE expires_at < now() RETURNING 1),
+                 s AS (DELETE FROM appkey_signups WHERE expires_at < now() - interval '1 day' RETURNING 1),
+                 r AS (DELETE FROM passkey_resets WHERE expires_at < now() - interval '1 day' RETURNING 1)
+            SELECT (SELECT count(*) FROM c)::int + (SELECT count(*) FROM s)::int + (SELECT count(*) FROM r)::int
+            """, logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
     }
 }
