@@ -45,6 +45,9 @@ enum TestEnvironment {
             // Webhooks go to receivers on 127.0.0.1 over http, with short waits (WebhookTests).
             "COSYNC_WEBHOOK_ALLOW_HTTP": "1", "COSYNC_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8",
             "COSYNC_WEBHOOK_RETRY_SECONDS": WebhookTests.retrySchedule, "COSYNC_WEBHOOK_DISABLE_AFTER": "\(WebhookTests.disableAfter)",
+            // The whole suite runs at once on 2 cores (the WebAuthn fuzz suite included): creating an app
+            // (an RSA key on the shared thread pool) can wait longer than the production 15 s.
+            "COSYNC_REQUEST_TIMEOUT_SECONDS": "90",
         ])
         let configuration = settings
         let client = PostgresClient(configuration: configuration.database.clientConfiguration(maxConnections: 30), backgroundLogger: logger)
