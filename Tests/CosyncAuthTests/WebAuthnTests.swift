@@ -307,6 +307,11 @@ struct WebAuthnTests {
                     "{\"type\":\"webauthn.create\",\"challenge\":\"!!\",\"origin\":\"https://example.com\"}"] {
             #expect(throws: WebAuthnError.self, "\(raw)") { try Self.register(auth, clientData: .init(raw: raw)) }
         }
+        // Deep nesting inside the size limit ends in an error, not in a deep recursion.
+        let deep = "{\"a\":" + String(repeating: "[", count: 2000) + String(repeating: "]", count: 2000) + "}"
+        #expect(throws: WebAuthnError.malformed("clientDataJSON is not valid JSON with type, challenge and origin")) {
+            try Self.register(auth, clientData: .init(raw: deep))
+        }
         let huge = "{\"type\":\"webauthn.create\",\"pad\":\"" + String(repeating: "a", count: 5000) + "\"}"
         #expect(throws: WebAuthnError.malformed("clientDataJSON is not base64url or is larger than 4096 bytes")) {
             try Self.register(auth, clientData: .init(raw: huge))
