@@ -150,6 +150,50 @@ struct WebAuthnTests {
         }
     }
 
+    @Test("certificate chains: validity period, unreadable anchors, v1 leaves, credential id length bounds")
+    func chainsAndBounds() throws {
+        let ca = TestCA(withIntermediate: true)
+        let auth = Self.authenticator()
+        let strict = Self.relyingParty(attestation: .required, anchors: [[0x30, 0x03, 0x02, 0x01, 0x00], ca.rootDER])
+        #expect(WebAuthn.isValidTrustAnchor(ca.rootDER) && !WebAuthn.isValidTrustAnchor([0x30, 0x03, 0x02, 0x01, 0x00]))
+        // An unreadable anchor is skipped; the good one still anchors the chain.
+        let c = Self.challenge()
+        let response = auth.register(challenge: c, attestation: .packedCertificate(ca: ca))
+        #expect(try WebAuthn.verifyRegistration(response, expectedChallenge: c, rp: strict).attestationTrusted)
+        // Two years on, the certificates have expired: no longer trusted.
+        let later = Date().addingTimeInterval(2 * 365 * 86400)
+        #expect(throws: WebAuthnError.attestationInvalid("certificate chain does not reach a trust anchor")) {
+            try WebAuthn.verifyRegistration(response, expectedChallenge: c, rp: strict, now: later)
+        }
+        var optional = strict
+        optional.attestation = .optional
+        let stale = try WebAuthn.verifyRegistration(response, expectedChallenge: c, rp: optional, now: later)
+        #expect(!stale.attestationVerified && !stale.attestationTrusted)
+        // A leaf that is not X.509 v3 is refused.
+        do {
+            _ = try Self.register(auth, attestation: .packedCertificate(ca: ca, leaf: .init(version: .v1)))
+            Issue.record("a v1 attestation certificate was accepted")
+        } catch {
+            guard case .attestationInvalid = error else { Issue.record("unexpected \(error)"); return }
+        }
+        // Credential id length: 1023 bytes is the most accepted; 0 is refused.
+        let longest = SoftwareAuthenticator(kind: .es256, rpId: Self.rpId, origin: Self.origin, credentialIdLength: 1023)
+        #expect(try Self.register(longest).credentialId.count == 1023)
+        var t = SoftwareAuthenticator.Tamper()
+        t.authenticatorData = { bytes in
+            bytes[53] = 0
+            bytes[54] = 0
+        }
+        #expect(throws: WebAuthnError.malformed("credential id length out of range")) { try Self.register(auth, tamper: t) }
+        t.authenticatorData = { bytes in
+            bytes[53] = 0x04
+            bytes[54] = 0x00
+        }
+        #expect(throws: WebAuthnError.malformed("credential id length out of range")) { try Self.register(auth, tamper: t) }
+        t.authenticatorData = { bytes in bytes[54] = 0xFF }
+        #expect(throws: WebAuthnError.malformed("credential id truncated")) { try Self.register(auth, tamper: t) }
+    }
+
     @Test("apple anonymous attestation: nonce extension and key match, optional chain")
     func appleAttestation() throws {
         let ca = TestCA(name: "Test Apple WebAuthn Root", withIntermediate: true)
@@ -262,6 +306,11 @@ struct WebAuthnTests {
         for raw in ["", "[]", "{\"type\":\"webauthn.create\"}", "{\"type\":1,\"challenge\":\"AA\",\"origin\":\"x\"}", "{\"type\":\"webauthn.create\",",
                     "{\"type\":\"webauthn.create\",\"challenge\":\"!!\",\"origin\":\"https://example.com\"}"] {
             #expect(throws: WebAuthnError.self, "\(raw)") { try Self.register(auth, clientData: .init(raw: raw)) }
+        }
+        // Deep nesting inside the size limit ends in an error, not in a deep recursion.
+        let deep = "{\"a\":" + String(repeating: "[", count: 2000) + String(repeating: "]", count: 2000) + "}"
+        #expect(throws: WebAuthnError.malformed("clientDataJSON is not valid JSON with type, challenge and origin")) {
+            try Self.register(auth, clientData: .init(raw: deep))
         }
         let huge = "{\"type\":\"webauthn.create\",\"pad\":\"" + String(repeating: "a", count: 5000) + "\"}"
         #expect(throws: WebAuthnError.malformed("clientDataJSON is not base64url or is larger than 4096 bytes")) {
