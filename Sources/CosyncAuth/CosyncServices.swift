@@ -69,6 +69,15 @@ public struct CosyncServices: Sendable {
         AppCacheListener(cache: apps.cache, client: client, logger: logger)
     }
 
+    /// The same services with another AppKey path prefix (tests mount it without a new environment).
+    public func with(appKeyPrefix: String?) -> CosyncServices {
+        var configuration = self.configuration
+        configuration.appKeyPrefix = appKeyPrefix
+        return CosyncServices(
+            client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys, operatorToken: operatorToken,
+            apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
+    }
+
     /// The probe that watches PostgreSQL for this node (and samples the pool and outbox metrics).
     public func databaseMonitor() -> DatabaseMonitor {
         DatabaseMonitor(database: configuration.database, client: client, state: state, logger: logger)

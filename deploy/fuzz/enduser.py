@@ -31,6 +31,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import appkey_fuzz  # noqa: E402  (the AppKey passkey requests)
+
+# The share of requests that go to the AppKey API with mutated WebAuthn payloads.
+APPKEY_SHARE = 0.15
+
 ENDPOINTS = [
     "getApplication", "login", "loginAnonymous", "signup", "completeSignup", "invite", "register",
     "forgotPassword", "resetPassword", "changePassword", "getUser", "setUserMetadata", "setUserName",
@@ -145,8 +151,9 @@ def setup(base, operator, seed):
                                {"app-token": app_a["appToken"]}, form=True), 200, "login with TOTP")
     if "login-token" not in login_reply:
         raise SetupError(f"login of a TOTP user gave no login-token: {login_reply}")
+    appkey = appkey_fuzz.setup(base, admin, http, expect, tag)
     return {
-        "base": base, "operator": operator,
+        "base": base, "operator": operator, "appkey": appkey,
         "app": app_a, "other": app_b,
         "canary": canary, "victim": victim,
         "access": victim_tokens["access-token"], "jwt": victim_tokens["jwt"],
@@ -474,6 +481,13 @@ def generate(i, seed, state, blobs, login_budget):
     r = random.Random(f"{seed}:{i}")
     req = Request()
     req.index = i
+    if r.random() < APPKEY_SHARE:
+        method, path, headers, body, content_type = appkey_fuzz.generate(r, state)
+        if content_type:
+            headers = headers + [("Content-Type", content_type)]
+        req.method, req.target, req.headers, req.body = method, path.encode(), headers, body
+        req.raw = encode(method, req.target, headers, body, r)
+        return req
     roll = r.random()
     if roll < 0.04:
         name = None

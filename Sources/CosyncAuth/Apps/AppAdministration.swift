@@ -27,9 +27,11 @@ public struct AppView: Sendable {
     public let rawPublicKey: String?
     public let createdAt: Date
     public let updatedAt: Date
+    public var product: AppProduct = .cosyncAuth
 
     public func json() throws -> [String: JSONValue] {
         var object = try JSONCoding.tree(state.settings).objectValue ?? [:]
+        object["product"] = .string(product.rawValue)
         object["appId"] = .string(appId)
         object["name"] = .string(state.name)
         object["status"] = .string(state.status.rawValue)
@@ -72,6 +74,14 @@ public struct AppAdministration: Sendable {
         guard input["name"] != nil else {
             throw AdminFailure.invalid(FieldError("name", "required", "is required"))
         }
+        var input = input
+        var product = AppProduct.cosyncAuth
+        if let value = input.removeValue(forKey: "product") {
+            guard let text = value.stringValue, let chosen = AppProduct(rawValue: text) else {
+                throw AdminFailure.invalid(FieldError("product", "invalid_value", "must be one of cosyncAuth, appKey"))
+            }
+            product = chosen
+        }
         let state: AppState
         do {
             state = try AppState(name: "").applying(input)
@@ -90,7 +100,7 @@ public struct AppAdministration: Sendable {
         let row = try await client.transaction(logger: logger) { db in
             let row = try await AppStore.insertApp(
                 db, appId: appId, name: state.name, status: state.status.rawValue, settings: state.settings,
-                appSecretHash: Secrets.sha256(appSecret), credentialsSealed: credentialsSealed, logger: logger)
+                appSecretHash: Secrets.sha256(appSecret), credentialsSealed: credentialsSealed, product: product, logger: logger)
             try await AppStore.insertAppToken(
                 db, ref: row.ref, tokenHash: Secrets.sha256(appToken), tokenSealed: tokenSealed, origin: "issued",
                 logger: logger)
@@ -99,13 +109,13 @@ public struct AppAdministration: Sendable {
                 logger: logger)
             try await AuditLog.record(
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.create",
-                detail: ["name": .string(state.name), "fields": .array(input.keys.sorted().map { .string($0) })],
+                detail: ["name": .string(state.name), "product": .string(product.rawValue), "fields": .array(input.keys.sorted().map { .string($0) })],
                 logger: logger)
             return row
         }
         let view = AppView(
             appId: appId, state: state, appToken: appToken, rawPublicKey: key.rawPublicKey, createdAt: row.createdAt,
-            updatedAt: row.updatedAt)
+            updatedAt: row.updatedAt, product: product)
         return Created(app: view, appSecret: appSecret)
     }
 
@@ -131,7 +141,7 @@ public struct AppAdministration: Sendable {
         return AppView(
             appId: row.appId, state: try state(of: row), appToken: token,
             rawPublicKey: signing.map { Data($0.publicKeyPEM.utf8).base64EncodedString() },
-            createdAt: row.createdAt, updatedAt: row.updatedAt)
+            createdAt: row.createdAt, updatedAt: row.updatedAt, product: row.product)
     }
 
     func state(of row: AppRow) throws -> AppState {
@@ -155,7 +165,7 @@ public struct AppAdministration: Sendable {
         let apps = try page.map { row in
             AppView(
                 appId: row.appId, state: try state(of: row), appToken: nil, rawPublicKey: nil, createdAt: row.createdAt,
-                updatedAt: row.updatedAt)
+                updatedAt: row.updatedAt, product: row.product)
         }
         let next = rows.count > limit ? page.last.map { Cursor.encode($0.ref) } : nil
         return Page(apps: apps, nextCursor: next)

@@ -48,6 +48,7 @@ public struct AppState: Sendable, Equatable {
             }
             self.name = name
         case "status": status = try v.oneOf(Status.self)
+        case "product": throw FieldError(key, "read_only", "is chosen when the app is created and cannot change")
         case "signupFlow": settings.signupFlow = try v.oneOf(AppSettings.SignupFlow.self)
         case "twoFactorVerification": settings.twoFactorVerification = try v.oneOf(AppSettings.TwoFactorMode.self)
         case "signupEnabled": settings.signupEnabled = try v.bool()
@@ -88,6 +89,27 @@ public struct AppState: Sendable, Equatable {
             }
             settings.appData = object
         case "locales": settings.locales = try Self.parseLocales(value)
+        case "rpId":
+            let id = try v.string(maxLength: 253).lowercased()
+            guard id.isEmpty || Self.isDomain(id) else {
+                throw FieldError(key, "invalid_value", "must be a domain name such as auth.example.com (no scheme, port or path)")
+            }
+            settings.rpId = id
+        case "rpName":
+            let name = try v.string(maxLength: 100)
+            guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw FieldError(key, "invalid_value", "must not contain control characters")
+            }
+            settings.rpName = name
+        case "allowedOrigins": settings.allowedOrigins = try Self.parseOrigins(value)
+        case "userVerification": settings.userVerification = try v.oneOf(AppSettings.UserVerification.self)
+        case "attestation": settings.attestation = try v.oneOf(AppSettings.AttestationPolicy.self)
+        case "counterRegression": settings.counterRegression = try v.oneOf(AppSettings.CounterRegression.self)
+        case "handleType": settings.handleType = try v.oneOf(AppSettings.HandleType.self)
+        case "passkeysPerUser": settings.passkeysPerUser = try v.int(in: 1...100)
+        case "challengeLifetimeSeconds": settings.challengeLifetimeSeconds = try v.int(in: 60...600)
+        case "signupCodeLifetimeSeconds": settings.signupCodeLifetimeSeconds = try v.int(in: 60...86_400)
+        case "trustAnchors": settings.trustAnchors = try Self.parseTrustAnchors(value)
         case "metaData": settings.metaData = try Self.parseMetaData(value, field: key, allowCanEdit: true)
         case "metaDataInvite": settings.metaDataInvite = try Self.parseMetaData(value, field: key, allowCanEdit: false)
         case "TWILIOAccountSid":
@@ -102,6 +124,79 @@ public struct AppState: Sendable, Equatable {
         default:
             throw FieldError(key, "unknown_field", "is not a setting of an app")
         }
+    }
+
+    /// A lower-case DNS name of at least two labels: letters, digits and inner hyphens.
+    static func isDomain(_ text: String, maxLength: Int = 253) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2, text.utf8.count <= maxLength else { return false }
+        return labels.allSatisfy { label in
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-" else { return false }
+            return label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+        }
+    }
+
+    /// WebAuthn origins: `https://host[:port]` (or `http://localhost[:port]` for development), or a
+    /// native app origin `android:apk-key-hash:<base64url>` / `ios:bundle-id:<id>`; at most 50.
+    static func parseOrigins(_ value: JSONValue) throws(FieldError) -> [String] {
+        guard let items = value.arrayValue else { throw FieldError("allowedOrigins", "invalid_type", "must be an array of origins") }
+        guard items.count <= 50 else { throw FieldError("allowedOrigins", "too_long", "must have at most 50 origins") }
+        var result: [String] = []
+        for (index, item) in items.enumerated() {
+            let field = "allowedOrigins[\(index)]"
+            guard let origin = item.stringValue else { throw FieldError(field, "invalid_type", "must be a string") }
+            guard isOrigin(origin) else {
+                throw FieldError(
+                    field, "invalid_value",
+                    "must be https://host[:port], http://localhost[:port] or android:apk-key-hash:<base64url>, without a path")
+            }
+            guard !result.contains(origin) else { throw FieldError(field, "duplicate", "'\(origin)' is listed twice") }
+            result.append(origin)
+        }
+        return result
+    }
+
+    static func isOrigin(_ origin: String) -> Bool {
+        guard origin.utf8.count <= 300, !origin.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7f }) else { return false }
+        if origin.hasPrefix("android:apk-key-hash:") {
+            let hash = origin.dropFirst("android:apk-key-hash:".count)
+            return (20...100).contains(hash.count) && hash.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "-" || $0 == "_" }
+        }
+        if origin.hasPrefix("ios:bundle-id:") { return origin.count > "ios:bundle-id:".count }
+        let rest: Substring
+        if origin.hasPrefix("https://") { rest = origin.dropFirst(8) }
+        else if origin.hasPrefix("http://localhost") { rest = origin.dropFirst(7) }
+        else { return false }
+        let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+        // The whole origin is at most 300 characters; its host has no bound of its own.
+        guard parts.count <= 2, let host = parts.first, host == "localhost" || isDomain(String(host), maxLength: 300) else { return false }
+        if parts.count == 2 { guard let port = Int(parts[1]), (1...65535).contains(port), String(port) == parts[1] else { return false } }
+        return true
+    }
+
+    /// Standard base64 of DER certificates (a light check: it decodes and is a DER SEQUENCE); at most 10.
+    static func parseTrustAnchors(_ value: JSONValue) throws(FieldError) -> [String] {
+        guard let items = value.arrayValue else { throw FieldError("trustAnchors", "invalid_type", "must be an array of base64 DER certificates") }
+        guard items.count <= 10 else { throw FieldError("trustAnchors", "too_long", "must have at most 10 certificates") }
+        var result: [String] = []
+        for (index, item) in items.enumerated() {
+            let field = "trustAnchors[\(index)]"
+            guard let text = item.stringValue else { throw FieldError(field, "invalid_type", "must be a string") }
+            // Standard base64 with its padding (the document's pattern), then DER: a SEQUENCE of 18+ bytes.
+            let chars = Array(text.utf8)
+            let isBase64 = chars.allSatisfy { c in
+                (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c) || c == 0x2B || c == 0x2F || c == 0x3D
+            }
+            let padding = chars.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+            guard isBase64, chars.count % 4 == 0, (24...16_008).contains(chars.count), padding <= 2,
+                !chars.dropLast(padding).contains(UInt8(ascii: "=")),
+                let der = WebAuthn.decodeBase64URL(text), der.count >= 18, der.first == 0x30
+            else {
+                throw FieldError(field, "invalid_value", "must be the standard base64 of a DER X.509 certificate")
+            }
+            result.append(text)
+        }
+        return result
     }
 
     static func looksLikeEmail(_ text: String) -> Bool {

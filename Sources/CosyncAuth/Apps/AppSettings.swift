@@ -41,6 +41,31 @@ public struct AppSettings: Codable, Sendable, Equatable {
     /// this many minutes old. The password mode re-checks the password, which counts as fresh.
     public var freshAuthMinutes = 5
 
+    // AppKey (the passkey product): the WebAuthn relying party and the passkey rules.
+    public enum UserVerification: String, Codable, Sendable, CaseIterable { case required, preferred, discouraged }
+    public enum AttestationPolicy: String, Codable, Sendable, CaseIterable { case none, optional, required }
+    public enum CounterRegression: String, Codable, Sendable, CaseIterable { case refuse, flag }
+    public enum HandleType: String, Codable, Sendable, CaseIterable { case email, phone, both }
+    /// The RP ID (a registrable domain, e.g. `demo.example.com`); empty: passkeys cannot be used yet.
+    public var rpId = ""
+    /// The name the passkey sheet shows; empty: the app's name.
+    public var rpName = ""
+    /// Exact origins accepted in clientDataJSON; empty: `https://<rpId>` only.
+    public var allowedOrigins: [String] = []
+    public var userVerification: UserVerification = .required
+    public var attestation: AttestationPolicy = .none
+    /// Attestation trust anchors (X.509 certificates, standard base64 of DER); empty: none checked.
+    public var trustAnchors: [String] = []
+    public var passkeysPerUser = 10
+    /// How long a WebAuthn challenge can be answered, in seconds (60–600).
+    public var challengeLifetimeSeconds = 300
+    /// A sign counter that did not grow: refuse the assertion, or accept it and flag the passkey.
+    public var counterRegression: CounterRegression = .refuse
+    /// What an AppKey signup handle may be.
+    public var handleType: HandleType = .email
+    /// Life of the code of an AppKey signup (signupConfirm → signupComplete), in seconds.
+    public var signupCodeLifetimeSeconds = 3600
+
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -50,6 +75,8 @@ public struct AppSettings: Codable, Sendable, Equatable {
         case locales, metaData, metaDataInvite, metaDataEmail, userJWTExpiration, realmAppId, appData
         case maxLoginAttempts, handle, jwtEnabled, emailExtension, emailExtensionSenderEmail, smsDailyLimit
         case freshAuthMinutes
+        case rpId, rpName, allowedOrigins, userVerification, attestation, trustAnchors, passkeysPerUser
+        case challengeLifetimeSeconds, counterRegression, handleType, signupCodeLifetimeSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -89,6 +116,22 @@ public struct AppSettings: Codable, Sendable, Equatable {
         emailExtensionSenderEmail = try value(.emailExtensionSenderEmail, d.emailExtensionSenderEmail)
         smsDailyLimit = try value(.smsDailyLimit, d.smsDailyLimit)
         freshAuthMinutes = try value(.freshAuthMinutes, d.freshAuthMinutes)
+        rpId = try value(.rpId, d.rpId)
+        rpName = try value(.rpName, d.rpName)
+        allowedOrigins = try value(.allowedOrigins, d.allowedOrigins)
+        userVerification = try value(.userVerification, d.userVerification)
+        attestation = try value(.attestation, d.attestation)
+        trustAnchors = try value(.trustAnchors, d.trustAnchors)
+        passkeysPerUser = try value(.passkeysPerUser, d.passkeysPerUser)
+        challengeLifetimeSeconds = try value(.challengeLifetimeSeconds, d.challengeLifetimeSeconds)
+        counterRegression = try value(.counterRegression, d.counterRegression)
+        handleType = try value(.handleType, d.handleType)
+        signupCodeLifetimeSeconds = try value(.signupCodeLifetimeSeconds, d.signupCodeLifetimeSeconds)
+    }
+
+    /// The origins a WebAuthn response may come from.
+    public var effectiveOrigins: [String] {
+        allowedOrigins.isEmpty ? (rpId.isEmpty ? [] : ["https://\(rpId)"]) : allowedOrigins
     }
 }
 

@@ -39,6 +39,9 @@ public struct ServerConfiguration: Sendable {
     /// The longest a request may take before it is answered 503 (`COSYNC_REQUEST_TIMEOUT_SECONDS`,
     /// default 15): a request caught by a database failure never hangs its client.
     public var requestTimeout: Duration = .seconds(15)
+    /// A path prefix under which the AppKey routes are mounted too (`COSYNC_APPKEY_PREFIX`, e.g.
+    /// `/appkey` → `/appkey/api/appuser/login`); nil: only the shared `/api/appuser/…` dispatch.
+    public var appKeyPrefix: String? = nil
     /// On SIGTERM/SIGINT: how long `/readyz` answers 503 while the node keeps serving
     /// (`COSYNC_SHUTDOWN_DRAIN_SECONDS`, default 3), then how long in-flight work may take
     /// (`COSYNC_SHUTDOWN_TIMEOUT_SECONDS`, default 20).
@@ -170,7 +173,23 @@ public struct ServerConfiguration: Sendable {
         if let minutes = try number("COSYNC_RESET_CODE_MINUTES", 5...10080) { flows.resetCodeLifetime = minutes * 60 }
         if let minutes = try number("COSYNC_PHONE_CODE_MINUTES", 5...1440) { flows.phoneCodeLifetime = minutes * 60 }
         if let seconds = try number("COSYNC_JWKS_MIN_REFETCH_SECONDS", 0...86400) { social.minimumRefetchInterval = .seconds(seconds) }
+        if let prefix = value("COSYNC_APPKEY_PREFIX") { appKeyPrefix = try Self.parseAppKeyPrefix(prefix) }
         try webhooks.read(env)
+    }
+
+    /// `/segment[/segment…]` of letters, digits, `-`, `_`, `.`; not `/api` nor `/admin`.
+    public static func parseAppKeyPrefix(_ text: String) throws -> String? {
+        var prefix = text.trimmingCharacters(in: .whitespaces)
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        if prefix.isEmpty { return nil }
+        if !prefix.hasPrefix("/") { prefix = "/" + prefix }
+        let segments = prefix.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) } }),
+            let first = segments.first, !["api", "admin", "_appkey", "metrics", "healthz", "readyz"].contains(first.lowercased())
+        else {
+            throw ConfigurationError("COSYNC_APPKEY_PREFIX", "must be a path such as /appkey (letters, digits, - _ .), not under /api or /admin")
+        }
+        return prefix
     }
 
     public static func parseBcryptCost(_ value: String?) throws -> Int {

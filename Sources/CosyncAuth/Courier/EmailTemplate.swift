@@ -16,7 +16,7 @@ public struct EmailTemplate: Sendable, Equatable, Codable {
     }
 
     public static let names = [
-        "signUp", "signUpLink", "clickThrough", "signUpSuccess", "resetPassword", "invite", "qrCode", "sms",
+        "signUp", "signUpLink", "clickThrough", "signUpSuccess", "resetPassword", "invite", "qrCode", "sms", "resetPasskey",
     ]
 
     /// The built-in template used when an app has none for a name and locale (and none in EN).
@@ -46,6 +46,13 @@ public struct EmailTemplate: Sendable, Equatable, Codable {
                 subject: "Welcome to %APP_NAME%",
                 html: "<p>Hello %HANDLE%,</p><p>Welcome to %APP_NAME%. Your account is ready.</p><p>The %APP_NAME% team</p>",
                 text: "Hello %HANDLE%,\n\nWelcome to %APP_NAME%. Your account is ready.\n\nThe %APP_NAME% team")
+        case "resetPasskey":
+            EmailTemplate(
+                subject: "Add a new passkey for %APP_NAME%",
+                html: "<p>Hello %HANDLE%,</p><p>Your passkeys for %APP_NAME% were reset. To add a new one, enter this reset token in the app:</p>"
+                    + "<p><code>%CODE%</code></p><p>If you did not ask for it, contact the %APP_NAME% team.</p>",
+                text: "Hello %HANDLE%,\n\nYour passkeys for %APP_NAME% were reset. To add a new one, enter this reset token in the app:\n\n%CODE%\n\n"
+                    + "If you did not ask for it, contact the %APP_NAME% team.")
         case "resetPassword":
             EmailTemplate(
                 subject: "Reset your password for %APP_NAME%",

@@ -18,4 +18,10 @@ public enum EventType: String, Sendable, CaseIterable, Codable {
     case identityLinked = "identity.linked"
     case identityDetached = "identity.detached"
     case appUpdated = "app.updated"
+    case passkeyAdded = "passkey.added"
+    case passkeyRenamed = "passkey.renamed"
+    case passkeyRemoved = "passkey.removed"
+    case passkeyCloneSuspected = "passkey.cloneSuspected"
+    case passkeyResetRequested = "passkey.resetRequested"
+    case passkeyReset = "passkey.reset"
 }

@@ -80,7 +80,8 @@ public struct EndUserFlows: Sendable {
     /// The app of an app token (exact string, through its hash), or `invalidAppToken`.
     public func app(token: String?, whenMissing: EndUserError) async throws -> AppRow {
         guard let token, !token.isEmpty else { throw whenMissing }
-        guard let app = try await apps.app(forToken: token) else { throw EndUserError.invalidAppToken }
+        // An AppKey app's token names no app of this API (appkey-api.md §1.1).
+        guard let app = try await apps.app(forToken: token), app.product == .cosyncAuth else { throw EndUserError.invalidAppToken }
         return app
     }
 
@@ -105,6 +106,7 @@ public struct EndUserFlows: Sendable {
         guard AppAdministration.isAppId(claims.appId),
             let app = try await apps.cachedApp(appId: claims.appId)
         else { throw EndUserError.appNotFound }
+        guard app.product == .cosyncAuth else { throw EndUserError.invalidAppToken }
         guard let userId = UUID(uuidString: claims.uid) else { throw EndUserError.invalidAccessToken }
         if let sid = claims.sid {
             guard let sessionId = UUID(uuidString: sid),

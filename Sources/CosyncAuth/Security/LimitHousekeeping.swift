@@ -39,6 +39,7 @@ public struct LimitHousekeeping: Service {
         try await client.withConnection {
             try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
                 + SessionStore.purgeExpired($0, logger: logger)
+                + ChallengeStore.purgeExpired($0, logger: logger)
                 + Self.purgeEvents($0, olderThanDays: Self.eventRetentionDays, logger: logger)
         }
     }

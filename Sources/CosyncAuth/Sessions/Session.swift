@@ -9,6 +9,8 @@ public enum SessionMethod: String, Sendable, CaseIterable {
     case register
     case apple
     case google
+    /// A passkey ceremony of the AppKey API (login, verify, signup, anonymous).
+    case passkey
 }
 
 /// One signed-in device of a user: the access token names it (`sid`), and the token lives while the

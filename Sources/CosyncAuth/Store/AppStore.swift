@@ -15,35 +15,43 @@ public struct AppRow: Sendable {
     public let credentialsSealed: Data?
     public let createdAt: Date
     public let updatedAt: Date
+    /// The API this app serves; chosen at creation, never changed.
+    public var product: AppProduct = .cosyncAuth
+}
+
+/// The two end-user APIs an app can serve (appkey-api.md §1.1).
+public enum AppProduct: String, Sendable, CaseIterable, Codable {
+    case cosyncAuth, appKey
 }
 
 /// SQL for apps, their tokens and their keys. Every function takes a connection, so the same code
 /// runs inside a transaction or on its own.
 public enum AppStore {
     static let appColumns =
-        "id, app_id, name, status, settings, app_secret_hash, credentials_sealed, created_at, updated_at"
+        "id, app_id, name, status, settings, app_secret_hash, credentials_sealed, created_at, updated_at, product"
 
     static func decodeApps(_ rows: PostgresRowSequence) async throws -> [AppRow] {
         var result: [AppRow] = []
-        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt) in rows.decode(
-            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date).self)
+        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, product) in rows.decode(
+            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, String).self)
         {
             result.append(
                 AppRow(
                     ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
-                    credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt))
+                    credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
+                    product: AppProduct(rawValue: product) ?? .cosyncAuth))
         }
         return result
     }
 
     public static func insertApp(
         _ db: PostgresConnection, appId: String, name: String, status: String, settings: AppSettings,
-        appSecretHash: Data, credentialsSealed: Data?, logger: Logger
+        appSecretHash: Data, credentialsSealed: Data?, product: AppProduct = .cosyncAuth, logger: Logger
     ) async throws -> AppRow {
         let rows = try await db.query(
             """
-            INSERT INTO apps (app_id, name, status, settings, app_secret_hash, credentials_sealed)
-            VALUES (\(appId), \(name), \(status), \(settings), \(appSecretHash), \(credentialsSealed))
+            INSERT INTO apps (app_id, name, status, settings, app_secret_hash, credentials_sealed, product)
+            VALUES (\(appId), \(name), \(status), \(settings), \(appSecretHash), \(credentialsSealed), \(product.rawValue))
             RETURNING \(unescaped: appColumns)
             """, logger: logger)
         guard let row = try await decodeApps(rows).first else { throw StoreError.noRowReturned }
@@ -54,6 +62,11 @@ public enum AppStore {
         let lock = forUpdate ? " FOR UPDATE" : ""
         let rows = try await db.query(
             "SELECT \(unescaped: appColumns) FROM apps WHERE app_id = \(appId)\(unescaped: lock)", logger: logger)
+        return try await decodeApps(rows).first
+    }
+
+    public static func app(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> AppRow? {
+        let rows = try await db.query("SELECT \(unescaped: appColumns) FROM apps WHERE id = \(ref)", logger: logger)
         return try await decodeApps(rows).first
     }
 
@@ -153,16 +166,17 @@ public enum AppStore {
         let rows = try await db.query(
             """
             SELECT a.id, a.app_id, a.name, a.status, a.settings, a.app_secret_hash, a.credentials_sealed,
-                a.created_at, a.updated_at, t.expires_at
+                a.created_at, a.updated_at, a.product, t.expires_at
             FROM app_tokens t JOIN apps a ON a.id = t.app_ref
             WHERE t.token_hash = \(tokenHash) AND (t.expires_at IS NULL OR t.expires_at > now())
             """, logger: logger)
-        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, expiresAt) in rows.decode(
-            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, Date?).self)
+        for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, product, expiresAt) in rows.decode(
+            (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, String, Date?).self)
         {
             let row = AppRow(
                 ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
-                credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt)
+                credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
+                product: AppProduct(rawValue: product) ?? .cosyncAuth)
             return (row, expiresAt)
         }
         return nil

@@ -8,7 +8,7 @@ import PostgresNIO
 /// duplicate key) or the query text.
 public func describeForOperator(_ error: any Error) -> String {
     guard let psql = error as? PSQLError else {
-        if let described = error as? any CustomStringConvertible { return described.description }
+        if let described = (error as Any) as? any CustomStringConvertible { return described.description }
         return String(describing: type(of: error))
     }
     guard let info = psql.serverInfo else {

@@ -59,6 +59,14 @@ enum OpenAPIDocument {
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/identities/{identityId}",
                   summary: "Detach an identity (the last one only with deleteAccount=true, which deletes the account)",
                   auth: .operatorOrAppSecret, success: ("204", nil), query: ["deleteAccount"]),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys", summary: "A user's passkeys (AppKey apps)",
+                  auth: .operatorOrAppSecret, success: ("200", "PasskeyList")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/passkeys/{passkeyId}",
+                  summary: "Remove a passkey (never the user's last way to sign in: 409)",
+                  auth: .operatorOrAppSecret, success: ("204", nil)),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/passkey-reset",
+                  summary: "Passkey reset (AppKey apps): remove the user's passkeys, end its sessions and e-mail a single-use reset token",
+                  auth: .operatorOrAppSecret, success: ("200", "PasskeyReset")),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/upgrade",
                   summary: "Make an anonymous account permanent, keeping its user id",
                   auth: .operatorOrAppSecret, body: "UpgradeInput", success: ("200", "User")),
@@ -204,6 +212,29 @@ enum OpenAPIDocument {
         p["realmAppId"] = text(max: 200)
         p["emailExtensionSenderEmail"] = text(max: 254, pattern: emailPattern)
         p["handle"] = enumeration(["email"])
+        // AppKey: the WebAuthn relying party and the passkey rules.
+        let label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+        p["rpId"] = text(max: 253, pattern: "^(?:(?:\(label)\\.)+\(label))?$")
+        p["rpName"] = text(max: 100, pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+        let lower = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+        let port = "(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+        let origin = "^(?:https://(?:localhost|(?:\(lower)\\.)+\(lower))\(port)|http://localhost\(port)"
+            + "|android:apk-key-hash:[A-Za-z0-9_-]{20,100}|ios:bundle-id:[!-~]+)$"
+        p["allowedOrigins"] = type("array", [
+            "items": text(max: 300, pattern: origin), "uniqueItems": .bool(true), "maxItems": .int(50),
+            "description": .string("exact WebAuthn origins; empty: https://<rpId>"),
+        ])
+        p["userVerification"] = enumeration(AppSettings.UserVerification.allCases.map(\.rawValue))
+        p["attestation"] = enumeration(AppSettings.AttestationPolicy.allCases.map(\.rawValue))
+        p["counterRegression"] = enumeration(AppSettings.CounterRegression.allCases.map(\.rawValue))
+        p["handleType"] = enumeration(AppSettings.HandleType.allCases.map(\.rawValue))
+        p["passkeysPerUser"] = type("integer", ["minimum": .int(1), "maximum": .int(100)])
+        p["challengeLifetimeSeconds"] = type("integer", ["minimum": .int(60), "maximum": .int(600)])
+        p["signupCodeLifetimeSeconds"] = type("integer", ["minimum": .int(60), "maximum": .int(86_400)])
+        p["trustAnchors"] = type("array", [
+            "items": type("string", ["pattern": .string("^M[A-P][A-Za-z0-9+/]{2}(?:[A-Za-z0-9+/]{4}){5,4000}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]),
+            "maxItems": .int(10), "description": .string("X.509 certificates, standard base64 of DER"),
+        ])
         p["locales"] = type("array", [
             "items": enumeration(Locales.known.sorted()), "uniqueItems": .bool(true),
             "contains": .object(["const": .string(Locales.defaultLocale)]),
@@ -234,6 +265,7 @@ enum OpenAPIDocument {
         for c in ProviderCredentials.fieldNames { readable[c] = nil }
         readable["name"] = type("string")
         readable["appId"] = appIdSchema
+        readable["product"] = enumeration(AppProduct.allCases.map(\.rawValue))
         readable["appToken"] = type("string")
         readable["rawPublicKey"] = type("string", ["description": .string("base64 of the SPKI PEM")])
         readable["credentials"] = object(Dictionary(uniqueKeysWithValues: ProviderCredentials.fieldNames.map { ($0, type("boolean")) }),
@@ -266,6 +298,13 @@ enum OpenAPIDocument {
         let identity: [String: JSONValue] = [
             "identityId": uuid, "kind": enumeration(IdentityKind.allCases.map(\.rawValue)), "subject": type("string"),
             "email": nullable("string"), "createdAt": dateTime, "lastUsedAt": nullable("string", ["format": .string("date-time")]),
+        ]
+        let passkey: [String: JSONValue] = [
+            "passkeyId": uuid, "credentialId": type("string"), "publicKey": type("string"), "algorithm": type("integer"),
+            "signCount": type("integer", ["minimum": .int(0)]), "name": type("string"), "platform": type("string"),
+            "attestationFormat": type("string"), "attestationVerified": type("boolean"), "transports": type("array", ["items": type("string")]),
+            "backupEligible": type("boolean"), "backupState": type("boolean"), "userVerified": type("boolean"), "cloneSuspected": type("boolean"),
+            "createdAt": dateTime, "updatedAt": dateTime, "lastUsedAt": nullable("string", ["format": .string("date-time")]),
         ]
         let pending: [String: JSONValue] = [
             "id": uuid, "handle": type("string"), "status": type("string"), "locale": type("string"),
@@ -310,7 +349,8 @@ enum OpenAPIDocument {
                 type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)])]),
             ]), "description": .string("any JSON value without U+0000 in a key or string")]),
             "AppInput": object(settingSchemas),
-            "AppCreateInput": object(settingSchemas, required: ["name"]),
+            "AppCreateInput": object(settingSchemas.merging(["product": enumeration(AppProduct.allCases.map(\.rawValue))]) { a, _ in a },
+                                     required: ["name"]),
             "App": object(readable, required: Array(always)),
             "AppCreated": object(created, required: Array(always) + ["appToken", "appSecret", "rawPublicKey"]),
             "KeyRotation": object(keyRotation, required: Array(always) + ["previousKeyRetiresAt"]),
@@ -333,6 +373,10 @@ enum OpenAPIDocument {
             "Session": object(session, required: Array(session.keys)),
             "Identity": object(identity, required: Array(identity.keys)),
             "IdentityList": object(["identities": type("array", ["items": ref("Identity")])], required: ["identities"]),
+            "Passkey": object(passkey, required: Array(passkey.keys)),
+            "PasskeyList": object(["passkeys": type("array", ["items": ref("Passkey")])], required: ["passkeys"]),
+            "PasskeyReset": object(["resetExpiresAt": dateTime, "passkeysRemoved": type("integer", ["minimum": .int(0)])],
+                                   required: ["resetExpiresAt", "passkeysRemoved"]),
             "IdentityLinkInput": object(["provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)],
                                         required: ["provider", "idToken"]),
             // Either handle and password, or provider and idToken (a mix is answered 422).
@@ -383,7 +427,7 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id", "sessionId", "identityId", "webhookId": uuid
+        case "userId", "id", "sessionId", "identityId", "webhookId", "passkeyId": uuid
         case "messageId": type("string", ["pattern": .string("^msg_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")])
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
@@ -412,6 +456,8 @@ enum OpenAPIDocument {
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
+        if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
+        if op.path.hasSuffix("/passkey-reset") { statuses.insert("409") }  // not an AppKey app
         if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
         return statuses.sorted()
     }

@@ -105,6 +105,33 @@ struct IdentityRoutes {
         admin.post("apps/:appId/users/:userId/identities", use: link)
         admin.delete("apps/:appId/users/:userId/identities/:identityId", use: detach)
         admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
+        admin.get("apps/:appId/users/:userId/passkeys", use: passkeys)
+        admin.delete("apps/:appId/users/:userId/passkeys/:passkeyId", use: removePasskey)
+        admin.post("apps/:appId/users/:userId/passkey-reset", use: resetPasskeys)
+    }
+
+    @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        let (expires, removed) = try await AppKeyFlows(flows: services.flows).resetPasskeys(
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
+        return JSONBody.response(["resetExpiresAt": .string(ISO8601.milliseconds(expires)), "passkeysRemoved": .int(removed)])
+    }
+
+    @Sendable func passkeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        _ = try await auth.requireApp(request, appId: appId)
+        let passkeys = try await services.users.passkeys(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
+        return JSONBody.response(["passkeys": .array(passkeys.map { .object($0.adminJSON()) })])
+    }
+
+    @Sendable func removePasskey(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let principal = try await auth.requireApp(request, appId: appId)
+        try await services.users.removePasskey(
+            appId: appId, userId: try context.pathParameter("userId", naming: "user"),
+            passkeyId: try context.pathParameter("passkeyId", naming: "passkey"), actor: principal.auditName)
+        return Response(status: .noContent)
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {

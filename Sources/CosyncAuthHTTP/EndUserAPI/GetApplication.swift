@@ -16,7 +16,7 @@ struct GetApplication {
         else {
             throw LegacyError.invalidData
         }
-        guard let app = try await services.apps.app(forToken: token) else { throw LegacyError.invalidAppToken }
+        guard let app = try await services.apps.app(forToken: token), app.product == .cosyncAuth else { throw LegacyError.invalidAppToken }
         return JSONBody.response(Self.publicSettings(app))
     }
 

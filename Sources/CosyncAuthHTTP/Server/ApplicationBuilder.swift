@@ -19,6 +19,7 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     OperationalRoutes(services: services, metrics: metrics).register(on: router)
     GetApplication(services: services).register(on: router)
     EndUserRoutes(services: services).register(on: router)
+    AppKeyRoutes(services: services).register(on: router)
 
     let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "admin "))
     let document = OpenAPIDocument.document()
@@ -35,7 +36,8 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
 public func buildResponder(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> PathNormalizingBuilder {
     PathNormalizingBuilder(
         router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names,
-        timeout: services.configuration.requestTimeout, state: services.state)
+        timeout: services.configuration.requestTimeout, state: services.state, appKeyNames: AppKeyRoutes.names,
+        resolver: AppProductResolver(apps: services.apps), appKeyPrefix: services.configuration.appKeyPrefix)
 }
 
 public func buildApplication(

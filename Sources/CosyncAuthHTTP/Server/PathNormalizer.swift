@@ -17,6 +17,12 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     /// A request still running when the database monitor declares PostgreSQL down is answered 503 at
     /// once rather than at the timeout.
     let state: ServerState?
+    /// lower-cased AppKey endpoint name → the name as routed (appkey-api.md §1.1).
+    var appKeyNames: [String: String] = [:]
+    /// Resolves the product of a request's app, for the names both APIs share.
+    var resolver: AppProductResolver? = nil
+    /// `COSYNC_APPKEY_PREFIX`: AppKey routes also answer under `<prefix>/api/appuser/`.
+    var appKeyPrefix: String? = nil
 
     struct DatabaseWentAway: Error {}
 
@@ -43,17 +49,45 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
         let (path, query) = Self.split(raw)
         var normalized = Self.collapse(path)
         let prefix = "/api/appuser/"
-        if normalized.lowercased().hasPrefix(prefix) {
-            let name = String(normalized.dropFirst(prefix.count))
-            guard let canonical = endUserNames[name.lowercased()] else {
-                return JSONBody.response(["code": .int(500), "message": .string("service not found")], status: .notFound)
+        let lower = normalized.lowercased()
+        if lower.hasPrefix(AppKeyRoutes.mount.lowercased()) || lower == "/_appkey" || lower.hasPrefix("/_appkey/") {
+            return Self.serviceNotFound()  // the internal mount is reached only through the rewrite below
+        }
+        if let mount = appKeyPrefix, lower.hasPrefix(mount.lowercased() + prefix) {
+            let name = String(normalized.dropFirst(mount.count + prefix.count))
+            guard let canonical = appKeyNames[name.lowercased()] else { return Self.serviceNotFound() }
+            normalized = AppKeyRoutes.mount + canonical
+        } else if lower.hasPrefix(prefix) {
+            let name = String(normalized.dropFirst(prefix.count)).lowercased()
+            let cosync = endUserNames[name], appKey = appKeyNames[name]
+            switch (cosync, appKey) {
+            case (nil, nil):
+                return Self.serviceNotFound()
+            case (let cosync?, nil):
+                normalized = prefix + cosync
+            case (let cosync, let appKey?):
+                let headers = request.headers
+                let product = await resolver?.product(
+                    appToken: LegacyHeaders.value("app-token", in: headers), accessToken: LegacyHeaders.value("access-token", in: headers),
+                    signupToken: LegacyHeaders.value("signup-token", in: headers))
+                switch (product, cosync) {
+                case (.appKey?, _), (nil, nil): normalized = AppKeyRoutes.mount + appKey
+                case (_, let cosync?): normalized = prefix + cosync
+                case (.cosyncAuth?, nil):
+                    // An AppKey-only endpoint asked by a CosyncAuth app.
+                    return JSONBody.response(
+                        ["code": .int(400), "message": .string("this app does not serve the AppKey API")], status: .badRequest)
+                }
             }
-            normalized = prefix + canonical
         }
         guard normalized != path else { return try await inner.respond(to: request, context: context) }
         var head = request.head
         head.path = normalized + (query.map { "?" + $0 } ?? "")
         return try await inner.respond(to: Request(head: head, body: request.body), context: context)
+    }
+
+    static func serviceNotFound() -> Response {
+        JSONBody.response(["code": .int(500), "message": .string("service not found")], status: .notFound)
     }
 
     static func split(_ raw: String) -> (String, String?) {
@@ -83,10 +117,15 @@ public struct PathNormalizingBuilder: HTTPResponderBuilder {
     let endUserNames: [String]
     var timeout: Duration? = nil
     var state: ServerState? = nil
+    var appKeyNames: [String] = []
+    var resolver: AppProductResolver? = nil
+    var appKeyPrefix: String? = nil
 
     public func buildResponder() -> PathNormalizingResponder<RouterResponder<ServerRequestContext>> {
         PathNormalizingResponder(
             inner: router.buildResponder(),
-            endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), timeout: timeout, state: state)
+            endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), timeout: timeout, state: state,
+            appKeyNames: Dictionary(appKeyNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), resolver: resolver,
+            appKeyPrefix: appKeyPrefix)
     }
 }

@@ -1,0 +1,112 @@
+import Foundation
+import PostgresNIO
+
+extension AppKeyFlows {
+    /// K1 `GET app`: the app's public settings (§2.1). Answers for a migrated app too.
+    public func getApp(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
+        let app = try await app(credentials, gates: false)
+        guard app.status == "active" || app.status == "migrated" else { throw AppKeyError.appSuspended }
+        let view = try await flows.apps.view(appId: app.appId)
+        let s = app.settings
+        let first: (String) -> String? = { list in list.split(separator: ",").first.map { String($0) } }
+        var object: [String: JSONValue] = [
+            "appId": .string(app.appId), "displayAppId": .string(Self.displayAppId(app)), "name": .string(app.name),
+            "userId": .string(""), "status": .string(app.status == "suspended" ? "inactive" : app.status),
+            "handleType": .string(s.handleType.rawValue), "emailExtension": .bool(s.emailExtension),
+            "appPublicKey": .string(view.rawPublicKey ?? ""), "signup": .string(s.signupEnabled ? "open" : "invite"),
+            "anonymousLoginEnabled": .bool(s.anonymousLoginEnabled), "userNamesEnabled": .bool(s.userNamesEnabled),
+            "googleLoginEnabled": .bool(s.googleLoginEnabled), "appleLoginEnabled": .bool(s.appleLoginEnabled),
+            "firebaseLoginEnabled": .bool(false), "userJWTExpiration": .int(s.userJWTExpiration),
+            "locales": .array(s.locales.map { .string($0) }), "smsExtension": .bool(false),
+            "createdAt": .string(ISO8601.milliseconds(app.createdAt)), "updatedAt": .string(ISO8601.milliseconds(app.updatedAt)),
+        ]
+        // The app's own token, only when the caller presented it.
+        object["appToken"] = .string(credentials.appToken ?? "")
+        if let id = first(s.googleClientId) { object["googleClientId"] = .string(id) }
+        if let id = first(s.appleBundleId) { object["appleBundleId"] = .string(id) }
+        if !s.rpId.isEmpty { object["relyPartyId"] = .string(s.rpId) }
+        return object
+    }
+
+    /// K2 `GET user`.
+    public func getUser(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
+        let caller = try await caller(credentials)
+        return try await userBody(app: caller.app, user: caller.user, accessToken: caller.accessToken)
+    }
+
+    /// K12 `POST setLocale`.
+    public func setLocale(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
+        let caller = try await caller(credentials)
+        let locale = try locale(try fields.require("locale"), app: caller.app)
+        try await client.withConnection { try await EndUserStore.setLocale($0, userId: caller.user.id, locale: locale, logger: logger) }
+    }
+
+    /// A user name K13 would accept: `^[a-z][a-z0-9]*$`, at most 32 characters.
+    static func userName(_ raw: String) -> String? {
+        guard let name = Identifiers.normalizedUserName(raw), name.count <= 32 else { return nil }
+        return name
+    }
+
+    /// K13 `POST setUsername` / `setUserName`: set once.
+    public func setUserName(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
+        let caller = try await caller(credentials)
+        let raw = try fields.require("userName")
+        guard caller.app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
+        guard let name = Self.userName(raw) else { throw AppKeyError.invalidData.with("invalid user name") }
+        guard caller.user.userName == nil else { throw AppKeyError.invalidData.with("the user name is already set") }
+        try await client.transaction(logger: logger) { db in
+            if try await EndUserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger) != nil {
+                throw AppKeyError.invalidData.with("invalid user name")
+            }
+            if try await PasskeyStore.user(db, appRef: caller.app.ref, userName: name, logger: logger) != nil { throw AppKeyError.userNameInUse }
+            do {
+                guard try await EndUserStore.setUserName(db, userId: caller.user.id, userName: name, logger: logger) else {
+                    throw AppKeyError.invalidData.with("the user name is already set")
+                }
+            } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+                throw AppKeyError.userNameInUse
+            }
+            try await audit(db, app: caller.app, handle: caller.user.handle, action: "setUserName")
+        }
+    }
+
+    /// K14 `GET userNameAvailable`.
+    public func userNameAvailable(_ credentials: AppKeyCredentials, userName: String?) async throws -> Bool {
+        let caller = try await caller(credentials)
+        guard caller.app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
+        guard let raw = userName?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { throw AppKeyError.missingParameter }
+        guard let name = Self.userName(raw) else { return false }
+        return try await client.withConnection { db in
+            let byName = try await PasskeyStore.user(db, appRef: caller.app.ref, userName: name, logger: logger)
+            let byHandle = try await EndUserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger)
+            return byName == nil && byHandle == nil
+        }
+    }
+
+    /// K19 `POST updateProfile`: `displayName`, or `firstName` + `lastName`.
+    public func updateProfile(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
+        let caller = try await caller(credentials)
+        guard let names = try Self.names(fields, required: false) else { throw AppKeyError.missingParameter.with("missing parameter: displayName") }
+        try await client.transaction(logger: logger) { db in
+            try await PasskeyStore.setNames(
+                db, appRef: caller.app.ref, userId: caller.user.id, displayName: names.display, firstName: names.first, lastName: names.last,
+                logger: logger)
+            try await audit(db, app: caller.app, handle: caller.user.handle, action: "updateProfile")
+            try await Events.record(db, app: caller.app, type: .userUpdated, user: caller.user, logger: logger)
+        }
+    }
+
+    /// K15 `POST deleteAccount`: with a fresh token, the user and everything it owns go.
+    public func deleteAccount(_ credentials: AppKeyCredentials) async throws {
+        let caller = try await caller(credentials)
+        guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
+        try await client.transaction(logger: logger) { db in
+            try await db.query("DELETE FROM webauthn_challenges WHERE user_id = \(caller.user.id)", logger: logger)
+            guard try await UserStore.delete(db, appRef: caller.app.ref, id: caller.user.id, logger: logger) != nil else {
+                throw AppKeyError.invalidAccessToken
+            }
+            try await audit(db, app: caller.app, handle: caller.user.handle, action: "deleteAccount")
+            try await Events.record(db, app: caller.app, type: .userDeleted, user: caller.user, logger: logger)
+        }
+    }
+}

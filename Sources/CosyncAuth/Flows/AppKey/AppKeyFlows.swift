@@ -1,0 +1,344 @@
+import Foundation
+import JWTKit
+import Logging
+import PostgresNIO
+
+/// Settings of the AppKey flows that are not per app.
+public struct AppKeyFlowSettings: Sendable {
+    /// Challenges (signup, login, verify, anonymous, addPasskey) one handle may be issued per hour.
+    public var challengesPerHandlePerHour = 60
+    /// Code e-mails/SMS of AppKey signups per handle and hour.
+    public var codesPerHandlePerHour = 5
+    public var maxCodeAttempts = 5
+    /// The `timeout` advertised in WebAuthn options, in milliseconds.
+    public var advertisedTimeout = 60_000
+    public init() {}
+}
+
+/// The AppKey end-user flows (appkey-api.md §4). Each method takes the credentials and decoded
+/// fields of one request and returns the JSON to answer, or throws an `AppKeyError`. None knows
+/// about HTTP.
+public struct AppKeyFlows: Sendable {
+    public let flows: EndUserFlows
+    public let settings: AppKeyFlowSettings
+    var client: PostgresClient { flows.client }
+    var tokens: TokenIssuer { flows.tokens }
+    var logger: Logger { flows.logger }
+
+    public init(flows: EndUserFlows, settings: AppKeyFlowSettings = AppKeyFlowSettings()) {
+        self.flows = flows
+        self.settings = settings
+    }
+
+    // MARK: credentials (§1.5)
+
+    /// The app an app-scope request names: by app-token first, else by an access token (its
+    /// signature alone: an expired or revoked one still names its app), else by a signup-token.
+    /// `gates` applies the status gates (GET app answers for a migrated app).
+    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> AppRow {
+        let app: AppRow
+        if let token = credentials.appToken {
+            guard let found = try await flows.apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
+            app = found
+        } else if let token = credentials.accessToken {
+            guard let claims = try? await flows.apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self) else {
+                throw AppKeyError.invalidAccessToken
+            }
+            guard AppAdministration.isAppId(claims.appId),
+                let found = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+            else { throw AppKeyError.appNotFound }
+            app = found
+        } else if let token = credentials.signupToken {
+            guard token.utf8.count <= 512,
+                let found = try await client.withConnection({ db -> AppRow? in
+                    guard let ref = try await PasskeyStore.signupAppRef(db, tokenHash: Secrets.sha256(token), logger: logger) else { return nil }
+                    return try await AppStore.app(db, ref: ref, logger: logger)
+                })
+            else { throw AppKeyError.invalidToken }
+            app = found
+        } else {
+            throw AppKeyError.invalidAppToken
+        }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        if gates { try requireActive(app) }
+        return app
+    }
+
+    func requireActive(_ app: AppRow) throws(AppKeyError) {
+        switch app.status {
+        case "active": return
+        case "migrated": throw .appMigrated
+        default: throw .appSuspended
+        }
+    }
+
+    /// The signed-in caller of a user-scope request (access-token): app, user, session, and when the
+    /// session was opened (its `auth_time`).
+    public struct Caller: Sendable {
+        public let app: AppRow
+        public let user: User
+        public let sessionId: UUID
+        public let authTime: Date
+        public let accessToken: String
+        /// Set when the token is a passkey-reset token (§5.4): it may only add a passkey.
+        public var resetId: UUID? = nil
+
+        /// Signed in within the app's `freshAuthMinutes` (§2.7).
+        public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
+    }
+
+    public func caller(_ credentials: AppKeyCredentials, allowReset: Bool = false) async throws -> Caller {
+        guard let token = credentials.accessToken else {
+            throw AppKeyError.invalidAccessToken.with("an access-token is required")
+        }
+        if allowReset, let reset = try? await flows.apps.serverKeys.verify(token, as: ResetPasskeyClaims.self) {
+            return try await resetCaller(reset, token: token)
+        }
+        guard let claims = await tokens.verifyAccessToken(token), let sid = claims.sid, let sessionId = UUID(uuidString: sid),
+            let userId = UUID(uuidString: claims.uid)
+        else { throw AppKeyError.invalidAccessToken }
+        guard AppAdministration.isAppId(claims.appId),
+            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+        else { throw AppKeyError.appNotFound }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        try requireActive(app)
+        let found = try await client.withConnection { db -> (User, Date)? in
+            guard let user = try await SessionStore.liveUser(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger),
+                let opened = try await PasskeyStore.sessionOpened(db, sessionId: sessionId, logger: logger)
+            else { return nil }
+            return (user, opened)
+        }
+        guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
+        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        return Caller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
+    }
+
+    /// The caller of a live, unused passkey-reset token.
+    func resetCaller(_ claims: ResetPasskeyClaims, token: String) async throws -> Caller {
+        guard AppAdministration.isAppId(claims.appId), let resetId = UUID(uuidString: claims.jti), let userId = UUID(uuidString: claims.uid),
+            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+        else { throw AppKeyError.invalidAccessToken }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        try requireActive(app)
+        guard let (user, created) = try await client.withConnection({ db -> (User, Date)? in
+            guard let created = try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger),
+                let user = try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
+            else { return nil }
+            return (user, created)
+        }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
+        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        return Caller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
+    }
+
+    // MARK: the user body (§2.3, §2.4)
+
+    /// The user object, with the session keys: `access-token` (when given) and a freshly signed `jwt`.
+    func userBody(app: AppRow, user: User, accessToken: String?, withJWT: Bool = true, extra: [String: JSONValue] = [:]) async throws
+        -> [String: JSONValue]
+    {
+        let (profile, passkeys) = try await client.withConnection { db in
+            (try await PasskeyStore.profile(db, userId: user.id, logger: logger),
+             try await PasskeyStore.list(db, appRef: app.ref, userId: user.id, logger: logger))
+        }
+        var body = Self.userObject(app: app, user: user, profile: profile, passkeys: passkeys)
+        if let accessToken { body["access-token"] = .string(accessToken) }
+        if withJWT { body["jwt"] = .string(try await userJWT(app: app, user: user)) }
+        for (key, value) in extra { body[key] = value }
+        return body
+    }
+
+    static func loginProvider(_ user: User) -> String { user.loginProvider.isEmpty ? "handle" : user.loginProvider }
+
+    static func userObject(app: AppRow, user: User, profile: AppKeyProfile?, passkeys: [Passkey]) -> [String: JSONValue] {
+        let displayName: String = {
+            if let name = profile?.displayName, !name.isEmpty { return name }
+            let joined = [profile?.firstName, profile?.lastName].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+            return joined.isEmpty ? user.handle : joined
+        }()
+        var object: [String: JSONValue] = [
+            "appUserId": .string(AppKeyIds.wire(user.id)), "appId": .string(app.appId), "handle": .string(user.handle),
+            "displayName": .string(displayName), "status": .string(user.status), "loginProvider": .string(loginProvider(user)),
+            "authenticators": .array(passkeys.map { .object(passkeyObject($0)) }), "locale": .string(user.locale),
+            "isAnonymous": .bool(profile?.isAnonymous ?? false),
+            "createdAt": .string(ISO8601.milliseconds(user.createdAt)), "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),
+        ]
+        if let name = user.userName { object["userName"] = .string(name) }
+        if let last = user.lastLogin { object["lastLogin"] = .string(ISO8601.milliseconds(last)) }
+        if let first = profile?.firstName { object["firstName"] = .string(first) }
+        if let last = profile?.lastName { object["lastName"] = .string(last) }
+        return object
+    }
+
+    /// An `AKPasskey` (§2.2).
+    static func passkeyObject(_ p: Passkey) -> [String: JSONValue] {
+        [
+            "id": .string(Base64URL.encode(p.credentialId)), "publicKey": .string(Base64URL.encode(p.publicKeyCOSE)),
+            "counter": .int(Int(p.signCount)), "deviceType": .string(p.backupEligible ? "multiDevice" : "singleDevice"),
+            "credentialBackedUp": .bool(p.backupState), "name": .string(p.name), "platform": .string(p.platform),
+            "lastUsed": .string(ISO8601.milliseconds(p.lastUsedAt ?? p.createdAt)), "createdAt": .string(ISO8601.milliseconds(p.createdAt)),
+            "updatedAt": .string(ISO8601.milliseconds(p.updatedAt)), "type": .string("public-key"),
+            "transports": .string(p.transports.joined(separator: ",")), "algorithm": .int(p.algorithm),
+            "attestationFormat": .string(p.format), "cloneSuspected": .bool(p.cloneSuspected),
+        ]
+    }
+
+    /// The user JWT (§2.7): RS256 with the app's key, as for CosyncAuth apps.
+    func userJWT(app: AppRow, user: User) async throws -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        let hours = max(1, app.settings.userJWTExpiration)
+        var claims: [String: JSONValue] = [
+            "iss": .string(flows.outbox.publicURL), "aud": .string(app.appId), "sub": .string(AppKeyIds.wire(user.id)),
+            "handle": .string(user.handle), "appId": .string(app.appId), "loginProvider": .string(Self.loginProvider(user)),
+            "iat": .int(now), "exp": .int(now + hours * 3600),
+        ]
+        if let name = user.userName { claims["userName"] = .string(name) }
+        return try await tokens.userJWT(claims: claims, appRef: app.ref)
+    }
+
+    /// Opens a session (in the caller's transaction) and signs the access token naming it.
+    func openSession(_ db: PostgresConnection, app: AppRow, user: User, method: SessionMethod) async throws -> String {
+        let sessionId = UUID()
+        let hours = app.settings.userJWTExpiration
+        guard try await SessionStore.insert(
+            db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
+            origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
+        else { throw AppKeyError.accountSuspended }
+        return try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
+    }
+
+    // MARK: shared checks
+
+    func audit(_ db: PostgresConnection, app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
+        try await flows.audit(db, app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
+    }
+
+    func audit(app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
+        await flows.audit(app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
+    }
+
+    /// A locale of the app (upper-cased), the default when absent; another → E609.
+    func locale(_ raw: String?, app: AppRow) throws(AppKeyError) -> String {
+        guard let raw else { return Locales.defaultLocale }
+        let code = raw.uppercased()
+        guard app.settings.locales.contains(code) else { throw .invalidLocale }
+        return code
+    }
+
+    /// The account-exists answer for a user holding a handle (§K3 step 2).
+    static func accountExists(_ user: User) -> AppKeyError {
+        switch user.loginProvider {
+        case "apple": .appleAccountExists
+        case "google": .googleAccountExists
+        default: .handleAlreadyRegistered
+        }
+    }
+
+    /// Issues one challenge for a handle, within `challengesPerHandlePerHour`.
+    func takeChallengeQuota(_ db: PostgresConnection, app: AppRow, handle: String) async throws {
+        guard try await ThrottleStore.take(
+            db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased())", limit: settings.challengesPerHandlePerHour,
+            windowSeconds: 3600, logger: logger)
+        else { throw AppKeyError.rateLimited }
+    }
+
+    /// 32 random bytes, base64url.
+    static func newChallenge() -> String { Base64URL.encode(Secrets.randomBytes(32)) }
+
+    /// The relying party of an app; an app without an RP ID cannot run ceremonies.
+    func relyingParty(_ app: AppRow) throws(AppKeyError) -> WebAuthnRelyingParty {
+        let s = app.settings
+        guard !s.rpId.isEmpty else { throw AppKeyError.internalError.with("the app has no relying party (rpId) configured") }
+        return WebAuthnRelyingParty(
+            id: s.rpId, allowedOrigins: s.effectiveOrigins,
+            userVerification: WebAuthnUserVerification(rawValue: s.userVerification.rawValue) ?? .required,
+            attestation: WebAuthnAttestationPolicy(rawValue: s.attestation.rawValue) ?? .none,
+            trustAnchorsDER: s.trustAnchors.compactMap { Data(base64Encoded: $0).map { Array($0) } })
+    }
+
+    func rpName(_ app: AppRow) -> String { app.settings.rpName.isEmpty ? app.name : app.settings.rpName }
+
+    /// The app's display id: `<name>-<first 8 of appId>`, as the passkey sheet's account name shows it.
+    static func displayAppId(_ app: AppRow) -> String {
+        let slug = app.name.lowercased().filter { $0.isLetter || $0.isNumber }
+        return "\(slug.isEmpty ? "app" : slug)-\(app.appId.prefix(8))"
+    }
+
+    /// Creation options (§2.5 AKSignupChallenge).
+    func creationOptions(app: AppRow, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
+        -> [String: JSONValue]
+    {
+        let rp = try relyingParty(app)
+        let uv = app.settings.userVerification.rawValue
+        return [
+            "challenge": .string(challenge), "rp": .object(["name": .string(rpName(app)), "id": .string(rp.id)]),
+            "user": .object([
+                "id": .string(AppKeyIds.wire(userId)), "name": .string("\(handle)(\(Self.displayAppId(app)))"),
+                "displayName": .string(displayName), "handle": .string(handle),
+            ]),
+            "pubKeyCredParams": .array([-7, -257, -8].map { .object(["alg": .int($0), "type": .string("public-key")]) }),
+            "timeout": .int(settings.advertisedTimeout), "attestation": .string(app.settings.attestation == .none ? "none" : "direct"),
+            "excludeCredentials": .array(exclude.map { Self.descriptor($0) }),
+            "authenticatorSelection": .object([
+                "residentKey": .string("preferred"), "requireResidentKey": .bool(false), "userVerification": .string(uv),
+            ]),
+            "extensions": .object(["credProps": .bool(true)]),
+        ]
+    }
+
+    static func descriptor(_ p: Passkey) -> JSONValue {
+        .object([
+            "id": .string(Base64URL.encode(p.credentialId)), "type": .string("public-key"),
+            "transports": .array((p.transports.isEmpty ? ["internal", "hybrid"] : p.transports).map { .string($0) }),
+        ])
+    }
+
+    /// The challenge value of a response's clientDataJSON, canonical (base64url of its 32 bytes);
+    /// anything else → E602.
+    static func challenge(ofClientData text: String) throws(AppKeyError) -> (value: String, bytes: [UInt8]) {
+        guard text.utf8.count <= 16_384, let raw = Base64URL.decodeLenient(text),
+            let object = (try? JSONDecoder().decode(JSONValue.self, from: raw))?.objectValue,
+            let challenge = object["challenge"]?.stringValue, challenge.utf8.count <= 200,
+            let bytes = Base64URL.decodeLenient(challenge), bytes.count == 32
+        else { throw AppKeyError.invalidData.with("clientDataJSON carries no challenge of this server") }
+        return (Base64URL.encode(bytes), Array(bytes))
+    }
+
+    /// The platform of a new passkey, best effort (§6.2).
+    static func platform(attachment: String?) -> String {
+        let agent = ClientOrigin.current.userAgent ?? ""
+        if agent.contains("CFNetwork") || agent.contains("Darwin") || agent.contains("iPhone") { return "iOS" }
+        if agent.contains("Android") { return "Android" }
+        if agent.contains("Mac OS X") { return "macOS" }
+        if agent.contains("Windows") { return "Windows" }
+        if let attachment, !attachment.isEmpty { return attachment }
+        return "unknown"
+    }
+}
+
+/// A passkey-reset token (§5.4): signed by the server key, scope `resetPasskey`, `jti` names its
+/// `passkey_resets` row (single use).
+public struct ResetPasskeyClaims: JWTPayload, Equatable {
+    public var handle: String
+    public var appId: String
+    public var scope: String
+    public var iat: Int
+    public var exp: Int
+    public var uid: String
+    public var jti: String
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "resetPasskey" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        guard Double(exp) > Date().timeIntervalSince1970 else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired") }
+    }
+}
+
+/// An access token read for the app it names only: its signature and scope are checked, not its
+/// expiry (§1.5).
+struct AppKeyTokenIdentity: JWTPayload {
+    var appId: String
+    var scope: String
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import PostgresNIO
+
+extension AppKeyFlows {
+    /// The user a login or verify handle names (§K6): by handle (e-mail, phone, anonymous) or by
+    /// user name, with the user checks of §K6.
+    func loginUser(_ raw: String, app: AppRow) async throws -> User {
+        guard let handle = AppKeyHandle.parse(raw, userNames: true) else { throw AppKeyError.accountDoesNotExist }
+        let user: User?
+        switch handle {
+        case .anonymous(let text):
+            guard !text.isEmpty else { throw AppKeyError.invalidLoginCredentials.with("invalid anonymous handle") }
+            user = try await client.withConnection { try await EndUserStore.user($0, appRef: app.ref, handle: text, exact: true, logger: logger) }
+            guard user != nil else { throw AppKeyError.accountDoesNotExist }
+        case .email(let text), .phone(let text):
+            user = try await client.withConnection { try await EndUserStore.user($0, appRef: app.ref, handle: text, logger: logger) }
+            guard user != nil else { throw AppKeyError.accountDoesNotExist }
+        case .userName(let name):
+            guard app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
+            user = try await client.withConnection { try await PasskeyStore.user($0, appRef: app.ref, userName: name, logger: logger) }
+            guard user != nil else { throw AppKeyError.userNameDoesNotExist }
+        }
+        guard let user else { throw AppKeyError.accountDoesNotExist }
+        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        switch user.loginProvider {
+        case "apple": throw AppKeyError.appleAccountExists
+        case "google": throw AppKeyError.googleAccountExists
+        default: return user
+        }
+    }
+
+    /// K6 `POST login` and K10 `POST verify`: request options for the user's passkeys.
+    public func login(_ credentials: AppKeyCredentials, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let user = try await loginUser(try fields.require("handle"), app: app)
+        let rp = try relyingParty(app)
+        let challenge = Self.newChallenge()
+        let (profile, passkeys) = try await client.transaction(logger: logger) { db in
+            let profile = try await PasskeyStore.profile(db, userId: user.id, logger: logger)
+            let passkeys = try await PasskeyStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
+            let resetPending = profile?.requireAddPasskey ?? false
+            guard resetPending || !passkeys.isEmpty else { throw AppKeyError.passkeyNotExist.with("this account has no passkey") }
+            try await takeChallengeQuota(db, app: app, handle: user.handle)
+            try await ChallengeStore.insert(
+                db, appRef: app.ref, challenge: challenge, purpose: verify ? .verify : .login, handle: user.handle, userId: user.id,
+                lifetimeSeconds: app.settings.challengeLifetimeSeconds, logger: logger)
+            return (profile, passkeys)
+        }
+        var options: [String: JSONValue] = [
+            "rpId": .string(rp.id), "challenge": .string(challenge), "timeout": .int(settings.advertisedTimeout),
+            "userVerification": .string(app.settings.userVerification.rawValue),
+            "allowCredentials": .array(passkeys.map { Self.descriptor($0) }),
+            "user": .object([
+                "id": .string(AppKeyIds.wire(user.id)), "name": .string("\(user.handle)(\(Self.displayAppId(app)))"),
+                "displayName": .string(profile?.displayName ?? user.handle), "handle": .string(user.handle),
+            ]),
+        ]
+        // Present only when true (§2.5): a client takes the reset branch whenever the key exists.
+        if profile?.requireAddPasskey ?? false { options["requireAddPasskey"] = .bool(true) }
+        return options
+    }
+
+    /// K7 `POST loginComplete` and K11 `POST verifyComplete`: verifies the assertion, opens a session.
+    public func loginComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let user = try await loginUser(try fields.require("handle"), app: app)
+        let id = try fields.require("id")
+        let response = try fields.response()
+        guard let clientData = response["clientDataJSON"]?.stringValue, let authData = response["authenticatorData"]?.stringValue,
+            let signature = response["signature"]?.stringValue
+        else { throw AppKeyError.missingParameter.with("missing parameter: response.clientDataJSON / authenticatorData / signature") }
+        let rp = try relyingParty(app)
+        let purpose: ChallengeStore.Purpose = verify ? .verify : .login
+        let (value, bytes) = try Self.challenge(ofClientData: clientData)
+        guard let row = try await client.withConnection({ try await ChallengeStore.consume($0, appRef: app.ref, challenge: value, logger: logger) }),
+            row.purpose == purpose.rawValue, row.userId == user.id
+        else { throw AppKeyError.invalidData.with("unknown or expired challenge") }
+        let userHandle = response["userHandle"]?.stringValue
+        let assertion = AssertionResponse(
+            id: id, rawId: fields["rawId"], type: fields["type"], clientDataJSON: clientData, authenticatorData: authData, signature: signature,
+            userHandle: userHandle)
+        let credentialId: [UInt8]
+        do throws(WebAuthnError) {
+            credentialId = try WebAuthn.credentialId(of: assertion)
+        } catch {
+            throw AppKeyError.invalidPasskey.with("invalid passkey: \(error.message)")
+        }
+        if let userHandle, !userHandle.isEmpty {
+            let given = Base64URL.decodeLenient(userHandle).map(Array.init) ?? []
+            let wire = AppKeyIds.wire(user.id)
+            guard given == Array(wire.utf8) || given == (Base64URL.decodeLenient(wire).map(Array.init) ?? [])
+            else { throw AppKeyError.invalidPasskey.with("invalid passkey: the user handle names another user") }
+        }
+        enum Outcome { case ok(String?), failed(String), regressed }
+        let outcome: Outcome = try await client.transaction(logger: logger) { db in
+            guard let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, forUpdate: true, logger: logger)
+            else { throw AppKeyError.passkeyNotExist.with("this passkey is not registered for this account") }
+            let stored = StoredCredential(
+                credentialId: passkey.credentialId, publicKeyCOSE: passkey.publicKeyCOSE, signCount: UInt32(clamping: passkey.signCount),
+                backupEligible: passkey.backupEligible)
+            let verified: VerifiedAssertion
+            do throws(WebAuthnError) {
+                verified = try WebAuthn.verifyAssertion(assertion, expectedChallenge: bytes, rp: rp, credential: stored)
+            } catch {
+                return .failed(error.message)
+            }
+            if verified.counterRegressed {
+                guard app.settings.counterRegression == .flag else { return .regressed }
+                try await Events.record(
+                    db, app: app, type: .passkeyCloneSuspected, user: user,
+                    data: ["credentialId": .string(Base64URL.encode(credentialId)), "policy": .string("flag")], logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "passkey.cloneSuspected", detail: ["policy": .string("flag")])
+            }
+            try await PasskeyStore.recordUse(
+                db, id: passkey.id, signCount: Int64(verified.signCount), backupState: verified.backupState, userVerified: verified.userVerified,
+                cloneSuspected: verified.counterRegressed, logger: logger)
+            if !verify { try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger) }
+            let access = try await openSession(db, app: app, user: user, method: .passkey)
+            try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete")
+            try await Events.record(
+                db, app: app, type: .userLoginSucceeded, user: user, data: ["method": .string("passkey"), "verify": .bool(verify)], logger: logger)
+            return .ok(access)
+        }
+        switch outcome {
+        case .ok(let access):
+            let fresh = try await client.withConnection { try await UserStore.find($0, appRef: app.ref, id: user.id, logger: logger) } ?? user
+            return try await userBody(app: app, user: fresh, accessToken: access, extra: verify ? ["valid": .bool(true)] : [:])
+        case .failed(let message):
+            try await client.transaction(logger: logger) { db in
+                try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete", status: "error", detail: ["reason": .string(message)])
+                try await Events.record(db, app: app, type: .userLoginFailed, user: user, data: ["method": .string("passkey"), "reason": .string("invalidPasskey")], logger: logger)
+            }
+            throw AppKeyError.invalidPasskey.with("invalid passkey: \(message)")
+        case .regressed:
+            try await client.transaction(logger: logger) { db in
+                try await audit(db, app: app, handle: user.handle, action: "passkey.cloneSuspected", status: "error", detail: ["policy": .string("refuse")])
+                try await Events.record(
+                    db, app: app, type: .passkeyCloneSuspected, user: user,
+                    data: ["credentialId": .string(Base64URL.encode(credentialId)), "policy": .string("refuse")], logger: logger)
+            }
+            throw AppKeyError.invalidPasskey.with("invalid passkey: the signature counter did not increase (possible cloned authenticator)")
+        }
+    }
+}

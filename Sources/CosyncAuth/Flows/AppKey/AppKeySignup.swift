@@ -1,0 +1,203 @@
+import Foundation
+import PostgresNIO
+
+extension AppKeyFlows {
+    /// A signup handle (§1.4): e-mail or phone per the app's `handleType`, else E617.
+    func signupHandle(_ raw: String, app: AppRow) throws(AppKeyError) -> AppKeyHandle {
+        guard let handle = AppKeyHandle.parse(raw, userNames: false) else { throw .invalidHandleFormat }
+        switch (handle, app.settings.handleType) {
+        case (.email, .email), (.email, .both), (.phone, .phone), (.phone, .both): return handle
+        default: throw .invalidHandleFormat
+        }
+    }
+
+    /// The names of a signup: `displayName`, or both `firstName` and `lastName` (→ display name).
+    static func names(_ fields: AppKeyFields, required: Bool) throws(AppKeyError) -> (display: String, first: String?, last: String?)? {
+        let first = fields["firstName"], last = fields["lastName"]
+        let display = fields["displayName"] ?? ((first != nil && last != nil) ? "\(first ?? "") \(last ?? "")" : nil)
+        guard let display else {
+            if required { throw AppKeyError.missingParameter.with("missing parameter: displayName") }
+            return nil
+        }
+        guard display.count <= 128, (first ?? "").count <= 128, (last ?? "").count <= 128,
+            !display.unicodeScalars.contains(where: { $0.value < 0x20 })
+        else { throw AppKeyError.invalidData.with("a name is longer than 128 characters") }
+        return (display, first, last)
+    }
+
+    /// K3 `POST signup`: creation options for a new account (no code yet).
+    public func signup(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let raw = try fields.require("handle")
+        guard let names = try Self.names(fields, required: true) else { throw AppKeyError.missingParameter }
+        let handle = try signupHandle(raw, app: app).text
+        let locale = try locale(fields["locale"], app: app)
+        guard app.settings.signupEnabled else { throw AppKeyError.signupNotSupported }
+        let userId = UUID()
+        let challenge = Self.newChallenge()
+        let options = try creationOptions(app: app, challenge: challenge, userId: userId, handle: handle, displayName: names.display, exclude: [])
+        try await client.transaction(logger: logger) { db in
+            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+                throw Self.accountExists(existing)
+            }
+            try await takeChallengeQuota(db, app: app, handle: handle)
+            try await ChallengeStore.insert(
+                db, appRef: app.ref, challenge: challenge, purpose: .signup, handle: handle, userId: userId, displayName: names.display,
+                firstName: names.first, lastName: names.last, locale: locale, lifetimeSeconds: app.settings.challengeLifetimeSeconds,
+                logger: logger)
+        }
+        return options
+    }
+
+    /// The registration part of a *Complete request: consumes the challenge named by the response's
+    /// clientDataJSON (it must be of `purpose` and pass `matches`), then verifies the response.
+    /// Any verification failure is E615; the challenge stays consumed.
+    func register(
+        app: AppRow, fields: AppKeyFields, purpose: ChallengeStore.Purpose, matches: @Sendable (ChallengeStore.Row) -> Bool
+    ) async throws -> (row: ChallengeStore.Row, passkey: NewPasskey) {
+        let id = try fields.require("id")
+        let response = try fields.response()
+        guard let clientData = response["clientDataJSON"]?.stringValue, let attestation = response["attestationObject"]?.stringValue else {
+            throw AppKeyError.missingParameter.with("missing parameter: response.clientDataJSON / response.attestationObject")
+        }
+        let rp = try relyingParty(app)
+        let (value, bytes) = try Self.challenge(ofClientData: clientData)
+        guard let row = try await client.withConnection({ try await ChallengeStore.consume($0, appRef: app.ref, challenge: value, logger: logger) }),
+            row.purpose == purpose.rawValue, matches(row)
+        else { throw AppKeyError.invalidData.with("unknown or expired challenge") }
+        let transports = response["transports"]?.arrayValue?.compactMap(\.stringValue)
+        let registration = RegistrationResponse(
+            id: id, rawId: fields["rawId"], type: fields["type"], clientDataJSON: clientData, attestationObject: attestation,
+            transports: transports)
+        let verified: VerifiedRegistration
+        do throws(WebAuthnError) {
+            verified = try WebAuthn.verifyRegistration(registration, expectedChallenge: bytes, rp: rp)
+        } catch {
+            await audit(app: app, handle: row.handle, action: "\(purpose.rawValue).verify", status: "error", detail: ["reason": .string(error.message)])
+            throw AppKeyError.invalidPasskey.with("invalid passkey: \(error.message)")
+        }
+        let passkey = NewPasskey(
+            credentialId: verified.credentialId, publicKeyCOSE: verified.publicKeyCOSE, algorithm: verified.algorithm,
+            signCount: Int64(verified.signCount), aaguid: verified.aaguid, format: verified.format,
+            attestationVerified: verified.attestationVerified,
+            transports: verified.transports.isEmpty ? ["internal", "hybrid"] : Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
+            backupEligible: verified.backupEligible, backupState: verified.backupState, uvInitialized: verified.userVerified,
+            platform: Self.platform(attachment: fields["authenticatorAttachment"]))
+        if try await client.withConnection({ try await PasskeyStore.exists($0, appRef: app.ref, credentialId: passkey.credentialId, logger: logger) }) {
+            throw AppKeyError.invalidPasskey.with("invalid passkey: this credential is already registered")
+        }
+        return (row, passkey)
+    }
+
+    /// K4 `POST signupConfirm`: verifies the new passkey, keeps the signup pending and sends its code.
+    public func signupConfirm(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let raw = try fields.require("handle")
+        _ = try fields.require("id")
+        _ = try fields.response()
+        guard let handle = AppKeyHandle.parse(raw, userNames: false)?.text else { throw AppKeyError.invalidData.with("handle does not match") }
+        let (row, passkey) = try await register(app: app, fields: fields, purpose: .signup) { $0.handle == handle }
+        guard let userId = row.userId else { throw AppKeyError.invalidData }
+        let code = Secrets.numericCode()
+        let token = Base64URL.encode(Secrets.randomBytes(32))
+        let signupId = UUID()
+        let locale = row.locale ?? Locales.defaultLocale
+        try await client.transaction(logger: logger) { db in
+            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+                throw Self.accountExists(existing)
+            }
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "appkey-code:\(handle)", limit: settings.codesPerHandlePerHour, windowSeconds: 3600, logger: logger)
+            else { throw AppKeyError.rateLimited }
+            try await PasskeyStore.insertSignup(
+                db, appRef: app.ref, handle: handle, userId: userId, displayName: row.displayName ?? handle, firstName: row.firstName,
+                lastName: row.lastName, locale: locale, passkey: passkey,
+                codeSealed: try flows.sealCode(code, purpose: "appkey-signup-code:\(signupId)"), tokenHash: Secrets.sha256(token),
+                lifetimeSeconds: app.settings.signupCodeLifetimeSeconds, id: signupId, logger: logger)
+            if handle.hasPrefix("+") {
+                try await flows.outbox.sms(
+                    db, app: app, locale: locale, to: handle, values: ["CODE": code, "HANDLE": handle],
+                    perNumberPerHour: flows.settings.smsPerNumberPerHour, logger: logger)
+            } else {
+                try await flows.outbox.email(
+                    db, app: app, template: "signUp", locale: locale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
+            }
+            try await audit(db, app: app, handle: handle, action: "signupConfirm")
+            try await Events.record(db, app: app, type: .signupPending, userId: nil, data: ["handle": .string(handle), "product": .string("appKey")], logger: logger)
+        }
+        return [
+            "handle": .string(handle), "message": .string("A verification code was sent to \(handle)."), "signup-token": .string(token),
+            "signUpToken": .string(token),
+        ]
+    }
+
+    /// K5 `POST signupComplete`: the code of the pending signup → the account, its passkey, a session.
+    public func signupComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        guard let token = credentials.signupToken else { throw AppKeyError.missingParameter.with("missing header: signup-token") }
+        let app = try await app(AppKeyCredentials(signupToken: token))
+        let code = try fields.require("code")
+        guard let (_, signup) = try await client.withConnection({ try await PasskeyStore.signup($0, tokenHash: Secrets.sha256(token), logger: logger) })
+        else { throw AppKeyError.invalidToken }
+        if signup.expired {
+            _ = try await client.withConnection { try await PasskeyStore.takeSignup($0, id: signup.id, logger: logger) }
+            throw AppKeyError.signupExpired
+        }
+        // One attempt is reserved before the code is compared: concurrent guesses cannot exceed the limit.
+        let maxAttempts = settings.maxCodeAttempts
+        guard let attempts = try await client.withConnection({
+            try await PasskeyStore.reserveAttempt($0, id: signup.id, maxAttempts: maxAttempts, logger: logger)
+        }) else { throw AppKeyError.invalidToken }
+        let wellFormed = code.count == 6 && code.allSatisfy { $0.isASCII && $0.isNumber }
+        guard wellFormed, flows.codeMatches(code, sealed: signup.codeSealed, purpose: "appkey-signup-code:\(signup.id)") else {
+            if attempts >= maxAttempts {
+                _ = try await client.withConnection { try await PasskeyStore.takeSignup($0, id: signup.id, logger: logger) }
+            }
+            await audit(app: app, handle: signup.handle, action: "signupComplete", status: "error", detail: ["reason": .string("wrong code")])
+            throw AppKeyError.invalidData.with("invalid code")
+        }
+        let (user, accessToken) = try await client.transaction(logger: logger) { db -> (User, String) in
+            guard try await PasskeyStore.takeSignup(db, id: signup.id, logger: logger) else { throw AppKeyError.invalidToken }
+            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: signup.handle, logger: logger) {
+                throw Self.accountExists(existing)
+            }
+            let user = try await insertUser(
+                db, app: app, id: signup.userId, handle: signup.handle, locale: signup.locale, provider: "",
+                profile: AppKeyProfile(
+                    displayName: signup.displayName, firstName: signup.firstName, lastName: signup.lastName, isAnonymous: false,
+                    requireAddPasskey: false))
+            try await insertPasskey(db, app: app, user: user, passkey: signup.passkey, displayName: signup.displayName)
+            let access = try await openSession(db, app: app, user: user, method: .passkey)
+            try await audit(db, app: app, handle: user.handle, action: "signupComplete")
+            return (user, access)
+        }
+        return try await userBody(app: app, user: user, accessToken: accessToken)
+    }
+
+    /// Inserts an AppKey user (handle clash → 601/611/612) and records `user.created`.
+    func insertUser(
+        _ db: PostgresConnection, app: AppRow, id: UUID, handle: String, locale: String, provider: String, profile: AppKeyProfile
+    ) async throws -> User {
+        do {
+            let user = try await PasskeyStore.insertUser(
+                db, appRef: app.ref, id: id, handle: handle, locale: locale, loginProvider: provider, profile: profile, logger: logger)
+            try await Events.record(db, app: app, type: .userCreated, user: user, data: ["product": .string("appKey")], logger: logger)
+            return user
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            throw AppKeyError.handleAlreadyRegistered
+        }
+    }
+
+    /// Inserts a verified passkey for a user (its name: `<displayName>-<platform>`) and records
+    /// `passkey.added`. A credential registered meanwhile → E615.
+    func insertPasskey(_ db: PostgresConnection, app: AppRow, user: User, passkey: NewPasskey, displayName: String) async throws {
+        let name = String("\(displayName)-\(passkey.platform)".prefix(64))
+        do {
+            try await PasskeyStore.insert(db, appRef: app.ref, userId: user.id, passkey: passkey, name: name, logger: logger)
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            throw AppKeyError.invalidPasskey.with("invalid passkey: this credential is already registered")
+        }
+        try await Events.record(
+            db, app: app, type: .passkeyAdded, user: user, data: ["credentialId": .string(Base64URL.encode(passkey.credentialId))],
+            logger: logger)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import PostgresNIO
+
+extension AppKeyFlows {
+    /// The provider and verified identity of a social request (§4.1): 403 / 602 / 415 / 416 / 613.
+    func socialIdentity(app: AppRow, fields: AppKeyFields) async throws -> (SocialProvider, SocialIdentity) {
+        let token = try fields.require("token")
+        guard let provider = SocialProvider(rawValue: try fields.require("provider")) else {
+            throw AppKeyError.invalidData.with("provider must be apple or google")
+        }
+        let audiences: [String]
+        do {
+            audiences = try EndUserFlows.audiences(app, provider)
+        } catch {
+            throw AppKeyError(error)
+        }
+        guard let identity = await flows.social.verify(token, provider: provider, audiences: audiences) else { throw AppKeyError.invalidToken }
+        return (provider, identity)
+    }
+
+    /// K16 `POST socialSignup`.
+    public func socialSignup(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        _ = try fields.require("token")
+        _ = try fields.require("provider")
+        let locale = try locale(fields["locale"], app: app)
+        let names = try Self.names(fields, required: false)
+        let (provider, identity) = try await socialIdentity(app: app, fields: fields)
+        let given: String? = try fields["handle"].map { raw throws(AppKeyError) in
+            guard case .email(let email)? = AppKeyHandle.parse(raw, userNames: false) else { throw AppKeyError.invalidHandleFormat }
+            return email
+        }
+        let tokenEmail = identity.email?.lowercased()
+        if let tokenEmail, let given, tokenEmail != given { throw AppKeyError.invalidToken.with("the handle is not the token's e-mail") }
+        guard let handle = tokenEmail ?? given else { throw AppKeyError.missingParameter.with("missing parameter: handle") }
+        guard app.settings.signupEnabled else { throw AppKeyError.signupNotSupported }
+        let display = names?.display ?? String(handle.split(separator: "@").first ?? Substring(handle))
+        let (user, access) = try await client.transaction(logger: logger) { db -> (User, String) in
+            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+                throw existing.loginProvider.isEmpty ? AppKeyError.emailAccountExists : Self.accountExists(existing)
+            }
+            if try await IdentityStore.user(db, appRef: app.ref, kind: IdentityKind(provider), subject: identity.subject, logger: logger) != nil {
+                throw AppKeyError.handleAlreadyRegistered
+            }
+            let user = try await insertUser(
+                db, app: app, id: UUID(), handle: handle, locale: locale, provider: provider.rawValue,
+                profile: AppKeyProfile(displayName: display, firstName: names?.first, lastName: names?.last, isAnonymous: false, requireAddPasskey: false))
+            try await IdentityStore.insert(
+                db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email, logger: logger)
+            let access = try await openSession(db, app: app, user: user, method: provider == .apple ? .apple : .google)
+            try await audit(db, app: app, handle: handle, action: "socialSignup", detail: ["provider": .string(provider.rawValue)])
+            return (user, access)
+        }
+        return try await userBody(app: app, user: user, accessToken: access)
+    }
+
+    /// The user of a verified social identity (§K17): by the provider account, else by the e-mail of a
+    /// user of this provider (then the provider account is recorded).
+    func socialUser(app: AppRow, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
+        let match = try await client.withConnection {
+            try await SecondFactorStore.socialMatch(
+                $0, appRef: app.ref, provider: provider, email: identity.email?.lowercased(), subject: identity.subject, logger: logger)
+        }
+        guard let match else { throw AppKeyError.accountDoesNotExist }
+        if !match.linked {
+            guard match.user.loginProvider == provider.rawValue else {
+                throw match.user.loginProvider.isEmpty ? AppKeyError.emailAccountExists : Self.accountExists(match.user)
+            }
+            let hasProvider = try await client.withConnection {
+                try await IdentityStore.has($0, userId: match.user.id, kind: IdentityKind(provider), logger: logger)
+            }
+            guard !hasProvider else { throw AppKeyError.invalidToken }
+            do {
+                try await client.withConnection {
+                    try await IdentityStore.insert(
+                        $0, appRef: app.ref, userId: match.user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
+                        logger: logger)
+                }
+            } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+                throw AppKeyError.invalidToken
+            }
+        }
+        guard match.user.status == "active" else { throw AppKeyError.accountSuspended }
+        return match.user
+    }
+
+    /// K17 `POST socialLogin`.
+    public func socialLogin(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let (provider, identity) = try await socialIdentity(app: app, fields: fields)
+        let user = try await socialUser(app: app, provider: provider, identity: identity)
+        let access = try await client.transaction(logger: logger) { db in
+            try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+            try await IdentityStore.touch(db, userId: user.id, kind: IdentityKind(provider), logger: logger)
+            let access = try await openSession(db, app: app, user: user, method: provider == .apple ? .apple : .google)
+            try await audit(db, app: app, handle: user.handle, action: "socialLogin", detail: ["provider": .string(provider.rawValue)])
+            try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, data: ["method": .string(provider.rawValue)], logger: logger)
+            return access
+        }
+        return try await userBody(app: app, user: user, accessToken: access)
+    }
+
+    /// K18 `POST verifySocialAccount`: a fresh session for the owner of the social token. When an
+    /// access token came too, it must be the same user's (else E405).
+    public func verifySocialAccount(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = try await app(credentials)
+        let (provider, identity) = try await socialIdentity(app: app, fields: fields)
+        let user = try await socialUser(app: app, provider: provider, identity: identity)
+        if let token = credentials.accessToken {
+            guard let claims = await tokens.verifyAccessToken(token), claims.appId == app.appId,
+                UUID(uuidString: claims.uid) == user.id
+            else { throw AppKeyError.invalidAccessToken }
+        }
+        let access = try await client.transaction(logger: logger) { db in
+            let access = try await openSession(db, app: app, user: user, method: provider == .apple ? .apple : .google)
+            try await audit(db, app: app, handle: user.handle, action: "verifySocialAccount", detail: ["provider": .string(provider.rawValue)])
+            return access
+        }
+        return try await userBody(app: app, user: user, accessToken: access)
+    }
+}
