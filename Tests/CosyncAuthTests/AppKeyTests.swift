@@ -38,7 +38,7 @@ struct AppKeyTests {
                 ("rpId", JSONValue.string("https://x.example.com")), ("rpId", .string("nodot")), ("allowedOrigins", .array([.string("http://evil.example.com")])),
                 ("allowedOrigins", .array([.string("https://a.example.com/path")])), ("userVerification", .string("always")),
                 ("passkeysPerUser", .int(0)), ("challengeLifetimeSeconds", .int(5)), ("trustAnchors", .array([.string("not base64!")])),
-                ("product", .string("cosyncAuth")),
+                ("product", .string("cosyncAuth")), ("attestation", .string("required")),
             ] {
                 let bad = try await api.call(.patch, "/admin/v1/apps/\(appId)", json: .object([field: value]))
                 #expect(bad.status == .unprocessableContent && bad.errorField?.hasPrefix(field) == true, "\(field): \(bad.status) \(bad.text)")
@@ -477,6 +477,15 @@ struct AppKeyTests {
                 let verified = try await client.post("verifySocialAccount", .json, [("token", .string(token)), ("provider", .string(provider.rawValue))], .access(login.object.string("access-token")))
                 #expect(verified.status == .ok && verified.object["access-token"] != login.object["access-token"], "\(verified.text)")
                 #expect(try await client.post("deleteAccount", .form, [], .access(verified.object.string("access-token"))).text == "true")
+            }
+            // A token without a verified e-mail never lets the client name the handle (no squatting).
+            for emailVerified in [nil, false] as [Bool?] {
+                let victim = SocialLoginTests.unique("victim")
+                let sub = "sub-\(Secrets.hexIdentifier().prefix(10))"
+                let bare = try await helper.idToken(.google, email: emailVerified == nil ? nil : victim, sub: sub, emailVerified: emailVerified)
+                let squat = try await client.post("socialSignup", .json, [("token", .string(bare)), ("provider", .string("google")), ("handle", .string(victim))])
+                #expect(squat.status == .badRequest, "\(squat.text)")
+                #expect(try await TestEnvironment.value("SELECT count(*)::int FROM users WHERE handle = \(victim)", as: Int.self) == 0)
             }
             #expect(K.code(try await client.post("socialLogin", .json, [("token", .string("x.y.z")), ("provider", .string("apple"))])) == 613)
             #expect(K.code(try await client.post("socialLogin", .json, [("token", .string("x.y.z")), ("provider", .string("github"))])) == 602)

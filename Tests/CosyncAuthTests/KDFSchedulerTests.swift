@@ -68,6 +68,25 @@ struct KDFSchedulerTests {
         #expect(scheduler.running == 0)
     }
 
+    @Test("a flooding tenant fills its own queue up to the bound and is refused; another tenant is still admitted")
+    func floodIsRefusedOthersAdmitted() async throws {
+        let scheduler = KDFScheduler(slots: 1, maxWait: .milliseconds(450), initialEstimate: .milliseconds(100))
+        try await scheduler.acquire(tenant: "holder")
+        var flood: [Task<Void, any Error>] = []
+        for i in 0..<4 {  // expected waits 100..400 ms: admitted
+            flood.append(Task { try await scheduler.acquire(tenant: "flood") })
+            try await eventually { scheduler.waiting == i + 1 }
+        }
+        await #expect(throws: KDFOverloaded.self) { try await scheduler.acquire(tenant: "flood") }
+        // The quiet tenant's job comes right after the flood's next one: admitted.
+        let quiet = Task { try await scheduler.acquire(tenant: "quiet") }
+        try await eventually { scheduler.waiting == 5 }
+        for _ in 0..<6 { scheduler.release(ranFor: .milliseconds(100)); try await Task.sleep(for: .milliseconds(5)) }
+        try await quiet.value
+        for task in flood { try await task.value }
+        #expect(scheduler.running == 0 && scheduler.waiting == 0)
+    }
+
     @Test("over HTTP: a login storm past the bound gets 503 with Retry-After and the {code, message} body; never a 500")
     func overloadOverHTTP() async throws {
         let shared = try await TestEnvironment.services()

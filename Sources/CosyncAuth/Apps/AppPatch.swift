@@ -33,6 +33,13 @@ public struct AppState: Sendable, Equatable {
             guard let value = patch[key] else { continue }
             try next.apply(key, value)
         }
+        // `required` attestation means a certificate chain to an anchor the app trusts: without anchors
+        // any self-made certificate would pass, so the two come together.
+        if patch["attestation"] != nil || patch["trustAnchors"] != nil, next.settings.attestation == .required,
+            next.settings.trustAnchors.isEmpty
+        {
+            throw FieldError("attestation", "trust_anchors_required", "'required' needs trustAnchors (the roots the attestation must chain to)")
+        }
         return next
     }
 

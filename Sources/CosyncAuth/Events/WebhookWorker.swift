@@ -34,6 +34,8 @@ public struct WebhookWorker: Service {
     let lanes: Int
     let batchSize: Int
     let leaseSeconds: Int
+    /// The longest a lane waits for its batch (all its waves of sends) before it claims again.
+    let batchTimeLimit: Duration
 
     public init(
         client: PostgresClient, box: SecretBox, settings: WebhookSettings, logger: Logger, pollInterval: Duration = .milliseconds(500),
@@ -46,7 +48,11 @@ public struct WebhookWorker: Service {
         self.pollInterval = pollInterval
         self.lanes = max(1, lanes)
         self.batchSize = min(max(1, batchSize), 256)
-        self.leaseSeconds = Int(settings.timeout.components.seconds) + 30
+        // A batch sends in waves of `sendConcurrency`, each at most one timeout long: the lease covers
+        // them all, so no delivery of a batch still sending is claimed again by another lane.
+        let waves = (self.batchSize + Self.sendConcurrency - 1) / Self.sendConcurrency
+        self.leaseSeconds = waves * Int(settings.timeout.components.seconds) + 30
+        self.batchTimeLimit = settings.timeout * waves + .seconds(5)
     }
 
     /// One HTTP client for every webhook: redirects are not followed (a redirect could lead past the
@@ -69,7 +75,7 @@ public struct WebhookWorker: Service {
             for lane in 0..<lanes {
                 group.addTask {
                     await runClaimLane(
-                        pollInterval: pollInterval, inFlightLimit: settings.timeout + .seconds(5),
+                        pollInterval: pollInterval, inFlightLimit: batchTimeLimit,
                         claim: { () async throws -> [Claimed]? in
                             if lane > 0, !activity.withLockedValue({ $0.backlog || $0.firstLaneSending }) { return nil }
                             let batch = try await claim(limit: batchSize)

@@ -147,7 +147,7 @@ extension UserAdministration {
                 throw AdminFailure.invalid(FieldError("password", "required", "is required and must be a string"))
             }
             try Self.checkPassword(password, settings: app.settings)
-            way = .password(handle: handle, hash: try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password)))
+            way = .password(handle: handle, hash: try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref)))
         }
         do {
             return try await client.transaction(logger: logger) { db in

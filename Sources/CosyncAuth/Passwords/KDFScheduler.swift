@@ -14,11 +14,11 @@ public struct KDFOverloaded: Error, Equatable, CustomStringConvertible {
 /// tenant in turn (round robin), so an app that floods logins waits behind itself, not in front of the
 /// others: another app's login waits for at most about one job per busy tenant.
 ///
-/// A job whose expected wait (jobs queued ahead of it across all tenants, divided by the slots, times
+/// A job whose expected wait (the jobs that round robin puts ahead of it, divided by the slots, times
 /// the moving average of one job's run time) is over `maxWait` is refused at once with
-/// `KDFOverloaded`, instead of queueing without bound. The estimate counts every tenant's queue, so a
-/// quiet tenant can be refused during another's storm only when the server as a whole is over its
-/// bound; its jobs still go first among the admitted ones.
+/// `KDFOverloaded`, instead of queueing without bound. Only the tenant's own queue and one turn of each
+/// other tenant count, so a storm from one app fills that app's queue up to the bound and gets the
+/// 503s, while another app's jobs are still admitted.
 ///
 /// Hand-written: no package here offers a fair, bounded admission queue for a thread pool.
 public final class KDFScheduler: Sendable {
@@ -110,8 +110,13 @@ public final class KDFScheduler: Sendable {
                         state.running += 1
                         return .run
                     }
-                    // Jobs ahead of this one, shared by the slots, each an average job long.
-                    let expected = Double(state.waiting + 1) / Double(slots) * state.averageNanos
+                    // Jobs ahead of this one in round-robin order: its own tenant's queue, and from every
+                    // other tenant at most one more job than that (their turns come in between). A tenant
+                    // that floods lengthens its own wait, not the other tenants'.
+                    let own = state.queues[tenant]?.count ?? 0
+                    var ahead = own
+                    for (other, queue) in state.queues where other != tenant { ahead += min(queue.count, own + 1) }
+                    let expected = Double(ahead + 1) / Double(slots) * state.averageNanos
                     let bound = Double(maxWait.nanoseconds)
                     if expected > bound {
                         let seconds = expected / 1e9

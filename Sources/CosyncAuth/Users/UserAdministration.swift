@@ -37,7 +37,7 @@ public struct UserAdministration: Sendable {
         let userName = try Self.userName(input["userName"])
         let locale = try Self.locale(input["locale"], settings: app.settings) ?? Locales.defaultLocale
         let metaData = try Self.metaData(input["metaData"]) ?? [:]
-        let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password))
+        let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         do {
             return try await client.transaction(logger: logger) { db in
                 let user = try await UserStore.insert(
@@ -152,7 +152,7 @@ public struct UserAdministration: Sendable {
             throw AdminFailure.invalid(FieldError("password", "required", "is required and must be a string"))
         }
         try Self.checkPassword(password, settings: app.settings)
-        let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password))
+        let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             guard try await UserStore.setPasswordHash(db, appRef: app.ref, id: id, hash: hash, logger: logger) else {
                 throw AdminFailure.notFound("user")

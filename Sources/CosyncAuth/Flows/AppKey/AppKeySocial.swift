@@ -32,7 +32,14 @@ extension AppKeyFlows {
         }
         let tokenEmail = identity.email?.lowercased()
         if let tokenEmail, let given, tokenEmail != given { throw AppKeyError.invalidToken.with("the handle is not the token's e-mail") }
-        guard let handle = tokenEmail ?? given else { throw AppKeyError.missingParameter.with("missing parameter: handle") }
+        // The handle must be proven by the provider: a token without a verified e-mail (a bare `openid`
+        // scope, an unverified address, Apple's later sign-ins) never lets the client name one, or anyone
+        // could squat a victim's address as a "social" account. Such users sign in with socialLogin.
+        guard let handle = tokenEmail else {
+            throw given == nil
+                ? AppKeyError.missingParameter.with("missing parameter: handle")
+                : AppKeyError.invalidToken.with("the token carries no verified e-mail for the handle")
+        }
         guard app.settings.signupEnabled else { throw AppKeyError.signupNotSupported }
         let display = names?.display ?? String(handle.split(separator: "@").first ?? Substring(handle))
         let (user, access) = try await client.transaction(logger: logger) { db -> (User, String) in
