@@ -138,6 +138,10 @@ node_url() { echo "http://127.0.0.1:${NODE_PORTS[$1]}"; }
 for i in 1 2 3; do start_node "$i"; done  # at once: the migrations must be safe on many nodes
 for i in 1 2 3; do wait_ready "$(node_url "$i")" 60 || die "node $i did not become ready"; done
 log "3 nodes ready on ports ${NODE_PORTS[1]} ${NODE_PORTS[2]} ${NODE_PORTS[3]} (pids ${NODE_PIDS[1]} ${NODE_PIDS[2]} ${NODE_PIDS[3]})"
+# Passkey ceremonies begun on one node and completed on another (the challenge lives in PostgreSQL).
+"$PY" "$ROOT/deploy/multinode/passkey_cross_node.py" "$COSYNC_OPERATOR_TOKEN" "$(node_url 1)" "$(node_url 2)" "$(node_url 3)" \
+  | sed 's/^/    /' || die "a passkey ceremony did not complete across nodes"
+log "passkey ceremonies completed across nodes"
 
 NGINX_PORT="$(pg_free_port 18680)"
 NGINX_DIR="$TMP/nginx"; mkdir -p "$NGINX_DIR/logs"
