@@ -56,11 +56,12 @@ public struct CosyncServices: Sendable {
             operatorFrom: configuration.emailFrom, pollInterval: pollInterval ?? configuration.courierPollInterval)
     }
 
-    /// The same services with a state of their own (a second "node" in one process, for tests).
-    public func withOwnState() -> CosyncServices {
+    /// The same services with a state of their own (a second "node" in one process, for tests), and
+    /// another configuration when given.
+    public func withOwnState(configuration: ServerConfiguration? = nil) -> CosyncServices {
         CosyncServices(
-            client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys, operatorToken: operatorToken,
-            apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
+            client: client, configuration: configuration ?? self.configuration, migrator: migrator, serverKeys: serverKeys,
+            operatorToken: operatorToken, apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
     }
 
     /// The listener that keeps this node's app cache in step with every node's changes (without it
@@ -73,9 +74,7 @@ public struct CosyncServices: Sendable {
     public func with(appKeyPrefix: String?) -> CosyncServices {
         var configuration = self.configuration
         configuration.appKeyPrefix = appKeyPrefix
-        return CosyncServices(
-            client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys, operatorToken: operatorToken,
-            apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
+        return withOwnState(configuration: configuration)
     }
 
     /// The probe that watches PostgreSQL for this node (and samples the pool and outbox metrics).

@@ -70,6 +70,6 @@ public struct AppTokenClaims: JWTPayload, Equatable {
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "app" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        try requireScope(scope, "app")
     }
 }

@@ -33,10 +33,16 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
-        guard Double(exp) > Date().timeIntervalSince1970 else {
-            throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired")
-        }
+        try requireScope(scope, "user", expires: exp)
+    }
+}
+
+/// The checks every scoped token of this server shares: the scope it was issued for, and its expiry
+/// when it has one.
+func requireScope(_ scope: String?, _ expected: String, expires exp: Int? = nil) throws {
+    guard scope == expected else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+    if let exp, Double(exp) <= Date().timeIntervalSince1970 {
+        throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired")
     }
 }
 
@@ -48,7 +54,7 @@ public struct LegacyAccessTokenClaims: JWTPayload, Equatable {
     public var scope: String?
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        try requireScope(scope, "user")
     }
 }
 
@@ -61,10 +67,7 @@ public struct LoginTokenClaims: JWTPayload, Equatable {
     public var jti: String
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "login" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
-        guard Double(exp) > Date().timeIntervalSince1970 else {
-            throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired")
-        }
+        try requireScope(scope, "login", expires: exp)
     }
 }
 

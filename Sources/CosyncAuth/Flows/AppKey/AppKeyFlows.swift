@@ -45,7 +45,7 @@ public struct AppKeyFlows: Sendable {
                 throw AppKeyError.invalidAccessToken
             }
             guard AppAdministration.isAppId(claims.appId),
-                let found = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+                let found = try await flows.apps.cachedApp(appId: claims.appId)
             else { throw AppKeyError.appNotFound }
             app = found
         } else if let token = credentials.signupToken {
@@ -98,7 +98,7 @@ public struct AppKeyFlows: Sendable {
             let userId = UUID(uuidString: claims.uid)
         else { throw AppKeyError.invalidAccessToken }
         guard AppAdministration.isAppId(claims.appId),
-            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+            let app = try await flows.apps.cachedApp(appId: claims.appId)
         else { throw AppKeyError.appNotFound }
         guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
         try requireActive(app)
@@ -116,7 +116,7 @@ public struct AppKeyFlows: Sendable {
     /// The caller of a live, unused passkey-reset token.
     func resetCaller(_ claims: ResetPasskeyClaims, token: String) async throws -> Caller {
         guard AppAdministration.isAppId(claims.appId), let resetId = UUID(uuidString: claims.jti), let userId = UUID(uuidString: claims.uid),
-            let app = try await client.withConnection({ try await AppStore.app($0, appId: claims.appId, logger: logger) })
+            let app = try await flows.apps.cachedApp(appId: claims.appId)
         else { throw AppKeyError.invalidAccessToken }
         guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
         try requireActive(app)
@@ -327,8 +327,7 @@ public struct ResetPasskeyClaims: JWTPayload, Equatable {
     public var jti: String
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "resetPasskey" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
-        guard Double(exp) > Date().timeIntervalSince1970 else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "expired") }
+        try requireScope(scope, "resetPasskey", expires: exp)
     }
 }
 
@@ -339,6 +338,6 @@ struct AppKeyTokenIdentity: JWTPayload {
     var scope: String
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard scope == "user" else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "scope") }
+        try requireScope(scope, "user")
     }
 }
