@@ -4,11 +4,12 @@ and completes on another, so the challenge can only come from PostgreSQL.
     passkey_cross_node.py OPERATOR_TOKEN NODE_URL NODE_URL NODE_URL
 
 Steps: create an appKey app on node 1; loginAnonymous on node 1, loginAnonymousComplete on node 2
-(registration); login on node 3, loginComplete on node 1 (assertion); the same assertion again on
-node 2 must be refused (the challenge was used). Prints PASS lines; exits 1 on the first failure.
+(registration); login on node 3, then the same loginComplete 40 times at once over the three nodes:
+exactly one may succeed (the challenge is used once); a later replay on node 2 is refused. Prints PASS lines; exits 1 on the first failure.
 Standard library only: the keys and signatures come from deploy/fuzz/appkey_fuzz.py.
 """
 
+import concurrent.futures
 import json
 import os
 import random
@@ -64,10 +65,16 @@ def main():
     body = {"handle": handle, "id": ak.b64url(credential), "response": {
         "clientDataJSON": ak.b64url(signed["clientDataJSON"]), "authenticatorData": ak.b64url(signed["authenticatorData"]),
         "signature": ak.b64url(signed["signature"])}}
-    status, login = call(nodes[0], "/api/appuser/loginComplete", body, token)
-    check(status == 200 and "access-token" in login, "login completed on node 1 (loginComplete)", f"{status} {login}")
+    # The same completion 40 times at once, spread over the three nodes: exactly one may succeed.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=40) as pool:
+        answers = list(pool.map(lambda i: call(nodes[i % 3], "/api/appuser/loginComplete", body, token), range(40)))
+    won = [a for a in answers if a[0] == 200 and "access-token" in (a[1] or {})]
+    refused = [a for a in answers if a[0] == 400]
+    check(len(won) == 1 and len(refused) == 39,
+          "the same loginComplete 40 times at once over 3 nodes: exactly one succeeds, 39 are refused (single-use challenge)",
+          f"{sorted(a[0] for a in answers)}")
     status, replay = call(nodes[1], "/api/appuser/loginComplete", body, token)
-    check(status == 400, "the same assertion replayed on node 2 is refused (single-use challenge)", f"{status} {replay}")
+    check(status == 400, "the assertion replayed afterwards on node 2 is refused", f"{status} {replay}")
 
 
 if __name__ == "__main__":
