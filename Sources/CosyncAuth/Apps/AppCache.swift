@@ -19,7 +19,8 @@ import ServiceLifecycle
 /// under a connection that died without saying so, and the listener's ping bounds that case too.
 ///
 /// **No stale write-back.** A load records the cache's generation before its query and stores its
-/// result only if no invalidation happened in between (any invalidation bumps the generation).
+/// result only if that app was not invalidated, and the cache not emptied, in between. (Other apps'
+/// changes do not count: under steady admin traffic a global check would keep nearly nothing.)
 public final class AppCache: Sendable {
     struct Entry {
         let row: AppRow
@@ -35,7 +36,10 @@ public final class AppCache: Sendable {
 
     struct State {
         var live = false
+        /// Counts every invalidation; `lastReset` and `invalidatedAt` say when each kind last happened.
         var generation: UInt64 = 0
+        var lastReset: UInt64 = 0
+        var invalidatedAt: [Int64: UInt64] = [:]
         var byRef: [Int64: Entry] = [:]
         var refByAppId: [String: Int64] = [:]
         var byTokenHash: [Data: TokenEntry] = [:]
@@ -45,6 +49,8 @@ public final class AppCache: Sendable {
 
         mutating func clear() {
             generation &+= 1
+            lastReset = generation
+            invalidatedAt = [:]
             byRef = [:]
             refByAppId = [:]
             byTokenHash = [:]
@@ -54,9 +60,15 @@ public final class AppCache: Sendable {
 
         mutating func drop(ref: Int64) {
             generation &+= 1
+            invalidatedAt[ref] = generation
             if let entry = byRef.removeValue(forKey: ref) { refByAppId.removeValue(forKey: entry.row.appId) }
             for hash in tokensByRef.removeValue(forKey: ref) ?? [] { byTokenHash.removeValue(forKey: hash) }
             signingKidByRef.removeValue(forKey: ref)
+        }
+
+        /// Whether a load of app `ref` that began at `generation` may be kept.
+        func mayStore(ref: Int64, loadedSince generation: UInt64) -> Bool {
+            live && lastReset <= generation && (invalidatedAt[ref] ?? 0) <= generation
         }
     }
 
@@ -99,12 +111,13 @@ public final class AppCache: Sendable {
         }
     }
 
-    /// Keeps `row` (and, when given, the token that led to it) if nothing changed since `generation`.
+    /// Keeps `row` (and, when given, the token that led to it) unless the app changed, or the cache was
+    /// emptied, since `generation`.
     func store(_ row: AppRow, tokenHash: Data? = nil, tokenExpiresAt: Date? = nil, generation: UInt64) {
         let now = ContinuousClock.now
         state.withLockedValue { state in
-            guard state.live, state.generation == generation else { return }
-            if state.byRef.count >= capacity, state.byRef[row.ref] == nil {
+            guard state.mayStore(ref: row.ref, loadedSince: generation) else { return }
+            if state.byRef.count >= capacity && state.byRef[row.ref] == nil || state.invalidatedAt.count >= capacity {
                 state.clear()
                 return
             }
@@ -129,7 +142,7 @@ public final class AppCache: Sendable {
     func storeSigningKid(_ kid: String, ref: Int64, generation: UInt64) {
         let now = ContinuousClock.now
         state.withLockedValue { state in
-            guard state.live, state.generation == generation, state.signingKidByRef.count < capacity else { return }
+            guard state.mayStore(ref: ref, loadedSince: generation), state.signingKidByRef.count < capacity else { return }
             state.signingKidByRef[ref] = (kid, now)
         }
     }
