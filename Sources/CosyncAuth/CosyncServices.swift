@@ -14,6 +14,8 @@ public struct CosyncServices: Sendable {
     public let users: UserAdministration
     public let records: AppRecords
     public let flows: EndUserFlows
+    /// Resolves end-user credentials (app-token, access-token) before a flow runs.
+    public let resolver: TenantResolver
     public let logger: Logger
     /// Draining and database reachability, for `/readyz` and the availability gate.
     public let state: ServerState
@@ -41,7 +43,8 @@ public struct CosyncServices: Sendable {
         let services = CosyncServices(
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
             operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher, social: flows.social),
-            records: AppRecords(apps: apps), flows: flows, logger: logger, state: ServerState())
+            records: AppRecords(apps: apps), flows: flows,
+            resolver: TenantResolver(client: client, apps: apps, tokens: tokens, logger: logger), logger: logger, state: ServerState())
         return (services, generated)
     }
 
@@ -61,7 +64,8 @@ public struct CosyncServices: Sendable {
     public func withOwnState(configuration: ServerConfiguration? = nil) -> CosyncServices {
         CosyncServices(
             client: client, configuration: configuration ?? self.configuration, migrator: migrator, serverKeys: serverKeys,
-            operatorToken: operatorToken, apps: apps, users: users, records: records, flows: flows, logger: logger, state: ServerState())
+            operatorToken: operatorToken, apps: apps, users: users, records: records, flows: flows, resolver: resolver, logger: logger,
+            state: ServerState())
     }
 
     /// The listener that keeps this node's app cache in step with every node's changes (without it

@@ -196,7 +196,7 @@ struct HardeningTests {
             let answers = await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<40 {
                     group.addTask {
-                        await Self.outcome { _ = try await services.flows.login(appToken: sdk.appToken, fields: fields, clientAddress: "192.0.2.40") }
+                        await Self.outcome { _ = try await services.flows.login(app: try await services.resolver.app(token: sdk.appToken, whenMissing: .invalidAppToken), fields: fields, clientAddress: "192.0.2.40") }
                     }
                 }
                 return await group.reduce(into: [Int]()) { $0.append($1) }
@@ -221,12 +221,12 @@ struct HardeningTests {
             try await TestEnvironment.sql("UPDATE users SET password_hash = \(heavy) WHERE handle = \(slow)")
             let slowFields = Fields(["handle": slow, "password": SDK.md5("right")])
             let blockers = (0..<4).map { index in
-                Task { try await services.flows.login(appToken: sdk.appToken, fields: slowFields, clientAddress: "192.0.2.\(110 + index)") }
+                Task { try await services.flows.login(app: try await services.resolver.app(token: sdk.appToken, whenMissing: .invalidAppToken), fields: slowFields, clientAddress: "192.0.2.\(110 + index)") }
             }
             try await Task.sleep(for: .milliseconds(300))
             let queued = Task {
                 try await services.flows.login(
-                    appToken: sdk.appToken, fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99")
+                    app: try await services.resolver.app(token: sdk.appToken, whenMissing: .invalidAppToken), fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99")
             }
             try await Task.sleep(for: .milliseconds(600))
             queued.cancel()
@@ -244,7 +244,7 @@ struct HardeningTests {
                 """, as: Int.self)
             #expect(counted == 0, "a check that never ran counts no failure")
             let relogin = try await services.flows.login(
-                appToken: sdk.appToken, fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99")
+                app: try await services.resolver.app(token: sdk.appToken, whenMissing: .invalidAppToken), fields: Fields(["handle": victim, "password": SDK.md5("right")]), clientAddress: "192.0.2.99")
             if case .tokens = relogin {} else { Issue.record("the right password logs in: \(relogin)") }
         }
     }
@@ -328,7 +328,7 @@ struct HardeningTests {
                     for _ in 0..<5 {
                         group.addTask {
                             await Self.outcome {
-                                _ = try await services.flows.loginComplete(appToken: sdk.appToken, fields: Fields(["loginToken": token, "code": "000000"]))
+                                _ = try await services.flows.loginComplete(app: try await services.resolver.app(token: sdk.appToken, whenMissing: .invalidAppToken), fields: Fields(["loginToken": token, "code": "000000"]))
                             }
                         }
                     }

@@ -55,6 +55,10 @@ struct WebhookTests {
 
     func flows() async throws -> EndUserFlows { try await TestEnvironment.services().flows }
 
+    func app(_ token: String) async throws -> App {
+        try await TestEnvironment.services().resolver.app(token: token, whenMissing: .invalidAppToken)
+    }
+
     func accessToken(_ outcome: LoginOutcome) throws -> String {
         guard case .tokens(let issued) = outcome else { throw WebhookReceiver.Failure(description: "expected tokens") }
         return issued.accessToken
@@ -83,33 +87,33 @@ struct WebhookTests {
             defer { s.receiver.stop() }
             let flows = try await flows()
             let handle = Self.unique("life"), password = "first-Pass1", newPassword = "second-Pass2"
-            _ = try await flows.signup(appToken: s.appToken, fields: Fields(["handle": handle, "password": Self.md5(password)]))
+            _ = try await flows.signup(app: try await app(s.appToken), fields: Fields(["handle": handle, "password": Self.md5(password)]), presentedAppToken: s.appToken)
             let token = try accessToken(try await flows.login(
-                appToken: s.appToken, fields: Fields(["handle": handle, "password": Self.md5(password)]), clientAddress: "198.51.100.7"))
+                app: try await app(s.appToken), fields: Fields(["handle": handle, "password": Self.md5(password)]), clientAddress: "198.51.100.7"))
             await #expect(throws: EndUserError.invalidCredentials) {
                 _ = try await flows.login(
-                    appToken: s.appToken, fields: Fields(["handle": handle, "password": Self.md5("wrong")]), clientAddress: "198.51.100.7")
+                    app: try await app(s.appToken), fields: Fields(["handle": handle, "password": Self.md5("wrong")]), clientAddress: "198.51.100.7")
             }
             try await flows.changePassword(
-                accessToken: token, fields: Fields(["password": Self.md5(password), "newPassword": Self.md5(newPassword)]),
+                caller: try await TestEnvironment.services().resolver.caller(accessToken: token, whenMissing: .invalidData), fields: Fields(["password": Self.md5(password), "newPassword": Self.md5(newPassword)]),
                 clientAddress: "198.51.100.7")
             let token2 = try accessToken(try await flows.login(
-                appToken: s.appToken, fields: Fields(["handle": handle, "password": Self.md5(newPassword)]), clientAddress: "198.51.100.7"))
+                app: try await app(s.appToken), fields: Fields(["handle": handle, "password": Self.md5(newPassword)]), clientAddress: "198.51.100.7"))
             try await flows.deleteAccount(
-                accessToken: token2, fields: Fields(["handle": handle, "password": Self.md5(newPassword)]), clientAddress: "198.51.100.7")
+                caller: try await TestEnvironment.services().resolver.caller(accessToken: token2, whenMissing: .invalidData), fields: Fields(["handle": handle, "password": Self.md5(newPassword)]), clientAddress: "198.51.100.7")
 
             // A second account is locked by three wrong passwords (maxLoginAttempts 3).
             let locked = Self.unique("lock")
-            _ = try await flows.signup(appToken: s.appToken, fields: Fields(["handle": locked, "password": Self.md5(password)]))
+            _ = try await flows.signup(app: try await app(s.appToken), fields: Fields(["handle": locked, "password": Self.md5(password)]), presentedAppToken: s.appToken)
             for _ in 0..<3 {
                 _ = try? await flows.login(
-                    appToken: s.appToken, fields: Fields(["handle": locked, "password": Self.md5("bad")]), clientAddress: "198.51.100.8")
+                    app: try await app(s.appToken), fields: Fields(["handle": locked, "password": Self.md5("bad")]), clientAddress: "198.51.100.8")
             }
             // Switching the app to code signups is an app.updated event; a signup then is signup.pending.
             let patched = try await api.call(.patch, "/admin/v1/apps/\(s.appId)", json: .object(["signupFlow": .string("code")]))
             #expect(patched.status == .ok)
             let pending = Self.unique("pending")
-            _ = try await flows.signup(appToken: s.appToken, fields: Fields(["handle": pending, "password": Self.md5(password)]))
+            _ = try await flows.signup(app: try await app(s.appToken), fields: Fields(["handle": pending, "password": Self.md5(password)]), presentedAppToken: s.appToken)
 
             let expected: [(String, String)] = [
                 ("user.created", handle), ("user.login.succeeded", handle), ("user.login.failed", handle),

@@ -121,7 +121,7 @@ public struct AppAdministration: Sendable {
 
     // MARK: read
 
-    public func row(appId: String) async throws -> AppRow {
+    public func row(appId: String) async throws -> App {
         guard Self.isAppId(appId),
             let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) })
         else { throw AdminFailure.notFound("app") }
@@ -133,7 +133,7 @@ public struct AppAdministration: Sendable {
         return try await client.withConnection { db in try await view(of: row, db: db) }
     }
 
-    func view(of row: AppRow, db: PostgresConnection) async throws -> AppView {
+    func view(of row: App, db: PostgresConnection) async throws -> AppView {
         let tokenSealed = try await AppStore.currentAppTokenSealed(db, ref: row.ref, logger: logger)
         let keys = try await AppStore.keys(db, ref: row.ref, logger: logger)
         let token = try tokenSealed.map { try box.openString($0, purpose: "app-token:\(row.appId)") }
@@ -144,7 +144,7 @@ public struct AppAdministration: Sendable {
             createdAt: row.createdAt, updatedAt: row.updatedAt, product: row.product)
     }
 
-    func state(of row: AppRow) throws -> AppState {
+    func state(of row: App) throws -> AppState {
         AppState(
             name: row.name, status: AppState.Status(rawValue: row.status) ?? .suspended, settings: row.settings,
             credentials: try openCredentials(row.credentialsSealed, appId: row.appId))
@@ -308,7 +308,7 @@ public struct AppAdministration: Sendable {
 
     /// The app an app token belongs to, by exact string (through its hash): from the cache when it
     /// holds the token, else one query (whose answer the cache keeps, with the token's grace deadline).
-    public func app(forToken token: String) async throws -> AppRow? {
+    public func app(forToken token: String) async throws -> App? {
         guard !token.isEmpty, token.utf8.count <= 4096 else { return nil }
         let hash = Secrets.sha256(token)
         if let cached = cache.app(tokenHash: hash) { return cached }
@@ -322,7 +322,7 @@ public struct AppAdministration: Sendable {
 
     /// The app with this id for the end-user API (an access token names it): from the cache, else one
     /// query. The admin API reads apps with `row(appId:)`, never from the cache.
-    public func cachedApp(appId: String) async throws -> AppRow? {
+    public func cachedApp(appId: String) async throws -> App? {
         guard Self.isAppId(appId) else { return nil }
         if let cached = cache.app(appId: appId) { return cached }
         let generation = cache.beginLoad()

@@ -23,7 +23,7 @@ import ServiceLifecycle
 /// changes do not count: under steady admin traffic a global check would keep nearly nothing.)
 public final class AppCache: Sendable {
     struct Entry {
-        let row: AppRow
+        let row: App
         let loadedAt: ContinuousClock.Instant
     }
 
@@ -91,7 +91,7 @@ public final class AppCache: Sendable {
         state.withLockedValue { $0.live ? $0.generation : nil }
     }
 
-    func app(appId: String) -> AppRow? {
+    func app(appId: String) -> App? {
         let now = ContinuousClock.now
         return state.withLockedValue { state in
             guard state.live, let ref = state.refByAppId[appId], let entry = state.byRef[ref], now - entry.loadedAt < ttl else { return nil }
@@ -99,7 +99,7 @@ public final class AppCache: Sendable {
         }
     }
 
-    func app(tokenHash: Data) -> AppRow? {
+    func app(tokenHash: Data) -> App? {
         let now = ContinuousClock.now
         let wall = Date()
         return state.withLockedValue { state in
@@ -113,7 +113,7 @@ public final class AppCache: Sendable {
 
     /// Keeps `row` (and, when given, the token that led to it) unless the app changed, or the cache was
     /// emptied, since `generation`.
-    func store(_ row: AppRow, tokenHash: Data? = nil, tokenExpiresAt: Date? = nil, generation: UInt64) {
+    func store(_ row: App, tokenHash: Data? = nil, tokenExpiresAt: Date? = nil, generation: UInt64) {
         let now = ContinuousClock.now
         state.withLockedValue { state in
             guard state.mayStore(ref: row.ref, loadedSince: generation) else { return }

@@ -46,7 +46,7 @@ public struct Outbox: Sendable {
     /// Queues an e-mail rendered from the app's template. `values` fills `%CODE%`, `%HANDLE%`, `%LINK%`
     /// (and `%APP_NAME%`, added here).
     public func email(
-        _ db: PostgresConnection, app: AppRow, template name: String, locale: String, to: String,
+        _ db: PostgresConnection, app: App, template name: String, locale: String, to: String,
         values: [String: String], attachment: (name: String, data: [UInt8])? = nil, logger: Logger
     ) async throws {
         let template = try await Self.template(db, appRef: app.ref, name: name, locale: locale, logger: logger)
@@ -81,7 +81,7 @@ public struct Outbox: Sendable {
     /// and the caller's transaction (and so the SMS) is rolled back.
     /// One number gets at most `perNumberPerHour` SMS an hour, so one user cannot burn the app's quota.
     public func sms(
-        _ db: PostgresConnection, app: AppRow, locale: String, to: String, values: [String: String], perNumberPerHour: Int,
+        _ db: PostgresConnection, app: App, locale: String, to: String, values: [String: String], perNumberPerHour: Int,
         logger: Logger
     ) async throws {
         guard try await SecondFactorStore.recentSMS(db, appRef: app.ref, to: to, logger: logger) < perNumberPerHour,

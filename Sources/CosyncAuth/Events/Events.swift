@@ -14,7 +14,7 @@ public enum Events {
 
     /// Records `type` for `app`. `data` holds ids and metadata only; `appId` and `userId` are added.
     public static func record(
-        _ db: PostgresConnection, app: AppRow, type: EventType, userId: UUID?, data: [String: JSONValue] = [:], logger: Logger
+        _ db: PostgresConnection, app: App, type: EventType, userId: UUID?, data: [String: JSONValue] = [:], logger: Logger
     ) async throws {
         var fields = data.filter { !forbiddenKeys.contains($0.key.lowercased()) }
         fields["appId"] = .string(app.appId)
@@ -38,7 +38,7 @@ public enum Events {
 
     /// The same for a user: its id and handle go into the payload.
     public static func record(
-        _ db: PostgresConnection, app: AppRow, type: EventType, user: User, data: [String: JSONValue] = [:], logger: Logger
+        _ db: PostgresConnection, app: App, type: EventType, user: User, data: [String: JSONValue] = [:], logger: Logger
     ) async throws {
         var fields = data
         fields["handle"] = .string(user.handle)
@@ -47,7 +47,7 @@ public enum Events {
 
     /// For an event with no transaction of its own to join (a failed login): a short one.
     public static func record(
-        _ client: PostgresClient, app: AppRow, type: EventType, userId: UUID?, data: [String: JSONValue] = [:], logger: Logger
+        _ client: PostgresClient, app: App, type: EventType, userId: UUID?, data: [String: JSONValue] = [:], logger: Logger
     ) async throws {
         try await client.withConnection { db in
             try await record(db, app: app, type: type, userId: userId, data: data, logger: logger)
@@ -58,7 +58,7 @@ public enum Events {
 extension Events {
     /// `session.revoked` for the sessions a change ended (nothing when it ended none), with why.
     static func sessionsRevoked(
-        _ db: PostgresConnection, app: AppRow, user: User, _ ended: [UUID], reason: String, logger: Logger
+        _ db: PostgresConnection, app: App, user: User, _ ended: [UUID], reason: String, logger: Logger
     ) async throws {
         guard !ended.isEmpty else { return }
         try await record(

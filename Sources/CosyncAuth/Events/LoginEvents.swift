@@ -6,7 +6,7 @@ extension EndUserFlows {
     /// left the account locked for this address or as a whole. The login's own work has no transaction
     /// to join (its reservation committed before the check), so these get a short one of their own.
     /// Failing to write them does not change the answer the caller gets; it is logged.
-    func recordFailedLogin(app: AppRow, user: User, throttle: LoginThrottle) async {
+    func recordFailedLogin(app: App, user: User, throttle: LoginThrottle) async {
         do {
             try await client.transaction(logger: logger) { db in
                 try await Events.record(db, app: app, type: .userLoginFailed, user: user, data: ["reason": .string("wrong_password")], logger: logger)

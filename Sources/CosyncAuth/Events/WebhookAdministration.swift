@@ -59,7 +59,7 @@ public struct WebhookAdministration: Sendable {
         return id
     }
 
-    func audit(_ db: PostgresConnection, app: AppRow, actor: String, action: String, id: UUID, detail: [String: JSONValue] = [:]) async throws {
+    func audit(_ db: PostgresConnection, app: App, actor: String, action: String, id: UUID, detail: [String: JSONValue] = [:]) async throws {
         var all = detail
         all["webhookId"] = .string(id.uuidString.lowercased())
         try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: action, detail: all, logger: logger)

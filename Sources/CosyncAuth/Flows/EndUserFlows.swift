@@ -75,80 +75,10 @@ public struct EndUserFlows: Sendable {
         self.logger = logger
     }
 
-    // MARK: tenant and user resolution
-
-    /// The app of an app token (exact string, through its hash), or `invalidAppToken`.
-    public func app(token: String?, whenMissing: EndUserError) async throws -> AppRow {
-        guard let token, !token.isEmpty else { throw whenMissing }
-        // An AppKey app's token names no app of this API (appkey-api.md §1.1).
-        guard let app = try await apps.app(forToken: token), app.product == .cosyncAuth else { throw EndUserError.invalidAppToken }
-        return app
-    }
-
-    /// The user of an access token (see `caller`).
-    public func session(accessToken: String?, whenMissing: EndUserError) async throws -> (AppRow, User) {
-        let caller = try await caller(accessToken: accessToken, whenMissing: whenMissing)
-        return (caller.app, caller.user)
-    }
-
-    /// The caller of an access token. One rule for every token that no longer authenticates: invalid,
-    /// expired, its session ended, its user deleted or its token version moved on, the answer is
-    /// `invalidAccessToken` (405); the app gone → `appNotFound`.
-    ///
-    /// A token with a session (`sid`) is checked in one query that loads the user together with its
-    /// live session. A token without one (issued before sessions existed) is judged by the user's token
-    /// version, or by `keptTokenHash` when a changePassword kept it alive.
-    public func caller(accessToken: String?, whenMissing: EndUserError) async throws -> AuthenticatedCaller {
-        guard let accessToken, !accessToken.isEmpty else { throw whenMissing }
-        guard let claims = await tokens.verifyAccessToken(accessToken) else {
-            return try await legacyCaller(accessToken: accessToken)
-        }
-        guard AppAdministration.isAppId(claims.appId),
-            let app = try await apps.cachedApp(appId: claims.appId)
-        else { throw EndUserError.appNotFound }
-        guard app.product == .cosyncAuth else { throw EndUserError.invalidAppToken }
-        guard let userId = UUID(uuidString: claims.uid) else { throw EndUserError.invalidAccessToken }
-        if let sid = claims.sid {
-            guard let sessionId = UUID(uuidString: sid),
-                let user = try await client.withConnection({
-                    try await SessionStore.liveUser($0, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
-                })
-            else { throw EndUserError.invalidAccessToken }
-            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId)
-        }
-        guard let user = try await client.withConnection({
-            try await EndUserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)
-        }), user.id == userId, user.tokenVersion == claims.ver || Self.isKept(accessToken, by: user) else {
-            throw EndUserError.invalidAccessToken
-        }
-        return AuthenticatedCaller(app: app, user: user, sessionId: nil)
-    }
-
-    /// Whether `token` is the session-less token a changePassword kept alive for `user`.
-    static func isKept(_ token: String, by user: User) -> Bool {
-        guard let kept = user.keptTokenHash else { return false }
-        return Secrets.constantTimeEquals(kept, Secrets.sha256(token))
-    }
-
-    /// A legacy access token (see `TokenIssuer.verifyLegacyAccessToken`) names an imported user
-    /// whose token version never moved (or the one token a changePassword kept): a password change,
-    /// reset, suspension or deletion on this server ends it, as it ends this server's tokens.
-    func legacyCaller(accessToken: String) async throws -> AuthenticatedCaller {
-        guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
-            let app = try await apps.cachedApp(appId: claims.appId)
-        else { throw EndUserError.invalidAccessToken }
-        let handle = Input.handle(claims.handle)  // as the import normalised it
-        guard let user = try await client.withConnection({
-            try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
-        }) else { throw EndUserError.invalidAccessToken }
-        guard user.tokenVersion == 0 || Self.isKept(accessToken, by: user), try await client.withConnection({
-            try await LegacyImportStore.isImported($0, userId: user.id, logger: logger)
-        }) else { throw EndUserError.invalidAccessToken }
-        return AuthenticatedCaller(app: app, user: user, sessionId: nil)
-    }
+    // MARK: gates
 
     /// `suspended` → 402, `migrated` → 413.
-    func requireActive(_ app: AppRow) throws(EndUserError) {
+    func requireActive(_ app: App) throws(EndUserError) {
         switch app.status {
         case "active": return
         case "migrated": throw .appMigrated
@@ -164,7 +94,7 @@ public struct EndUserFlows: Sendable {
 
     /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
     /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
-    func issueTokens(app: AppRow, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
+    func issueTokens(app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
         let claims: [String: JSONValue]
         do {
             claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
@@ -188,7 +118,7 @@ public struct EndUserFlows: Sendable {
     }
 
     /// `signed-user-token` (§7.5): metaData as a JSON string indented by 10 spaces, or "".
-    func signedUserToken(app: AppRow, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
+    func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
         var claims: [String: JSONValue] = [
             "handle": .string(user.handle), "appId": .string(app.appId), "code": .int(Int(code) ?? 0),
             "metaData": .string(user.metaData.isEmpty ? "" : Self.legacyIndentedJSON(.object(user.metaData))),
@@ -238,20 +168,20 @@ public struct EndUserFlows: Sendable {
             guard Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8)) else { return false }
             let upgraded = try await hasher.hash(md5Hex: md5, tenant: String(user.appRef))
             try await client.withConnection {
-                try await EndUserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)
+                try await UserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)
             }
             return true
         }
         return try await hasher.verify(md5Hex: md5, hash: stored, tenant: String(user.appRef))
     }
 
-    func audit(_ db: PostgresConnection, app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
+    func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
         var all = detail
         all["handle"] = .string(handle)
         try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: "user", action: action, status: status, detail: all, logger: logger)
     }
 
-    func audit(app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
+    func audit(app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
         try? await client.withConnection { db in
             try await audit(db, app: app, handle: handle, action: action, status: status, detail: detail)
         }
@@ -259,7 +189,7 @@ public struct EndUserFlows: Sendable {
 
     /// Inserts a user, mapping a handle clash to `handleAlreadyRegistered`.
     func insertUser(
-        _ db: PostgresConnection, app: AppRow, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
+        _ db: PostgresConnection, app: App, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
     ) async throws -> User {
         do {
             let user = try await UserStore.insert(

@@ -91,8 +91,8 @@ extension UserAdministration {
                 try await IdentityStore.insert(
                     db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: email, logger: logger)
                 let handle = user.handle.lowercased()
-                let signedUp = try await EndUserStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
-                let invited = try await EndUserStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger)
+                let signedUp = try await PendingStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
+                let invited = try await PendingStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger)
                 let proven = signedUp || invited
                 if !proven {
                     try await IdentityStore.deleteKind(db, userId: user.id, kind: .password, logger: logger)
@@ -184,7 +184,7 @@ extension UserAdministration {
     }
 
     /// The user, locked for the transaction, when it holds an identity of `kind`; else `failure`.
-    func lockedUser(_ db: PostgresConnection, app: AppRow, id: UUID, holding kind: IdentityKind, else failure: AdminFailure) async throws -> User {
+    func lockedUser(_ db: PostgresConnection, app: App, id: UUID, holding kind: IdentityKind, else failure: AdminFailure) async throws -> User {
         guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
             throw AdminFailure.notFound("user")
         }
@@ -193,7 +193,7 @@ extension UserAdministration {
     }
 
     /// `{"provider": "apple"|"google", "idToken": "…"}` verified against the app's provider settings.
-    func providerIdentity(app: AppRow, input: [String: JSONValue]) async throws -> (SocialProvider, SocialIdentity) {
+    func providerIdentity(app: App, input: [String: JSONValue]) async throws -> (SocialProvider, SocialIdentity) {
         if let unknown = input.keys.sorted().first(where: { !["provider", "idToken", "handle", "password"].contains($0) }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not accepted here"))
         }

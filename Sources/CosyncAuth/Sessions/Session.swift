@@ -50,8 +50,17 @@ public struct ClientOrigin: Sendable {
 /// The caller of an access-token request: the app, the user and, for this server's tokens, the
 /// session the token names.
 public struct AuthenticatedCaller: Sendable {
-    public let app: AppRow
+    public let app: App
     public let user: User
     /// Nil for a token without a session (issued before sessions existed, or by the legacy server).
     public let sessionId: UUID?
+    /// SHA-256 of the access token presented (a changePassword keeps a session-less token alive by it).
+    public let tokenHash: Data
+
+    public init(app: App, user: User, sessionId: UUID?, tokenHash: Data) {
+        self.app = app
+        self.user = user
+        self.sessionId = sessionId
+        self.tokenHash = tokenHash
+    }
 }

@@ -5,7 +5,7 @@ import PostgresNIO
 extension AppSettings: PostgresCodable {}
 
 /// One row of `apps`, as stored (credentials still sealed).
-public struct AppRow: Sendable {
+public struct App: Sendable {
     public let ref: Int64
     public let appId: String
     public let name: String
@@ -30,13 +30,13 @@ public enum AppStore {
     static let appColumns =
         "id, app_id, name, status, settings, app_secret_hash, credentials_sealed, created_at, updated_at, product"
 
-    static func decodeApps(_ rows: PostgresRowSequence) async throws -> [AppRow] {
-        var result: [AppRow] = []
+    static func decodeApps(_ rows: PostgresRowSequence) async throws -> [App] {
+        var result: [App] = []
         for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, product) in rows.decode(
             (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, String).self)
         {
             result.append(
-                AppRow(
+                App(
                     ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
                     credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
                     product: AppProduct(rawValue: product) ?? .cosyncAuth))
@@ -47,7 +47,7 @@ public enum AppStore {
     public static func insertApp(
         _ db: PostgresConnection, appId: String, name: String, status: String, settings: AppSettings,
         appSecretHash: Data, credentialsSealed: Data?, product: AppProduct = .cosyncAuth, logger: Logger
-    ) async throws -> AppRow {
+    ) async throws -> App {
         let rows = try await db.query(
             """
             INSERT INTO apps (app_id, name, status, settings, app_secret_hash, credentials_sealed, product)
@@ -58,14 +58,14 @@ public enum AppStore {
         return row
     }
 
-    public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> AppRow? {
+    public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> App? {
         let lock = forUpdate ? " FOR UPDATE" : ""
         let rows = try await db.query(
             "SELECT \(unescaped: appColumns) FROM apps WHERE app_id = \(appId)\(unescaped: lock)", logger: logger)
         return try await decodeApps(rows).first
     }
 
-    public static func app(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> AppRow? {
+    public static func app(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> App? {
         let rows = try await db.query("SELECT \(unescaped: appColumns) FROM apps WHERE id = \(ref)", logger: logger)
         return try await decodeApps(rows).first
     }
@@ -74,7 +74,7 @@ public enum AppStore {
     /// matches the name (case-insensitive) or the appId.
     public static func listApps(
         _ db: PostgresConnection, namePrefix: String?, before: Int64?, limit: Int, logger: Logger
-    ) async throws -> [AppRow] {
+    ) async throws -> [App] {
         let cursor = before ?? Int64.max
         if let prefix = namePrefix, !prefix.isEmpty {
             let pattern = likePrefix(prefix.lowercased())
@@ -95,7 +95,7 @@ public enum AppStore {
     public static func updateApp(
         _ db: PostgresConnection, ref: Int64, name: String, status: String, settings: AppSettings,
         credentialsSealed: Data?, logger: Logger
-    ) async throws -> AppRow {
+    ) async throws -> App {
         let rows = try await db.query(
             """
             UPDATE apps SET name = \(name), status = \(status), settings = \(settings),
@@ -162,7 +162,7 @@ public enum AppStore {
 
     /// The app a token belongs to, when the token is current or still in its grace period, with the
     /// end of that grace period (nil for the current token).
-    public static func appByTokenHash(_ db: PostgresConnection, tokenHash: Data, logger: Logger) async throws -> (AppRow, Date?)? {
+    public static func appByTokenHash(_ db: PostgresConnection, tokenHash: Data, logger: Logger) async throws -> (App, Date?)? {
         let rows = try await db.query(
             """
             SELECT a.id, a.app_id, a.name, a.status, a.settings, a.app_secret_hash, a.credentials_sealed,
@@ -173,7 +173,7 @@ public enum AppStore {
         for try await (ref, appId, name, status, settings, secretHash, credentials, createdAt, updatedAt, product, expiresAt) in rows.decode(
             (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, String, Date?).self)
         {
-            let row = AppRow(
+            let row = App(
                 ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
                 credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
                 product: AppProduct(rawValue: product) ?? .cosyncAuth)

@@ -376,12 +376,6 @@ public enum LegacyImportStore {
             """, logger: logger)
     }
 
-    public static func isImported(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws -> Bool {
-        let rows = try await db.query("SELECT 1 FROM users WHERE id = \(userId) AND legacy_id IS NOT NULL", logger: logger)
-        for try await _ in rows { return true }
-        return false
-    }
-
     /// The legacy public keys still accepted now.
     public static func liveLegacyTokenKeys(_ db: PostgresConnection, logger: Logger) async throws -> [(pem: String, until: Date)] {
         let rows = try await db.query("SELECT public_key_pem, accept_until FROM legacy_token_keys WHERE accept_until > now()", logger: logger)

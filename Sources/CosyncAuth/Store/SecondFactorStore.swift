@@ -181,7 +181,7 @@ enum SecondFactorStore {
             return (user, true)
         }
         guard let email, !email.isEmpty else { return nil }
-        return try await EndUserStore.user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
+        return try await UserStore.user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
     }
 
     static func insertSocialUser(

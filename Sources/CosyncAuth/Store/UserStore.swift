@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// SQL for users. Every query is scoped by the owning app (`app_ref`).
+/// The SQL on `users`, and only here: lookups, inserts and every write of a user row. Every query
+/// is scoped by the owning app (`app_ref`) or by the user's id.
 public enum UserStore {
     static let columns = """
         id, app_ref, handle, user_name, password_hash, locale, status, login_provider, social_user_id, \
@@ -98,20 +99,6 @@ public enum UserStore {
         return updated
     }
 
-    /// Sets the password hash and ends every session and access token of the user.
-    public static func setPasswordHash(_ db: PostgresConnection, appRef: Int64, id: UUID, hash: String, logger: Logger) async throws -> Bool {
-        let rows = try await db.query(
-            """
-            UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = NULL, updated_at = now()
-            WHERE app_ref = \(appRef) AND id = \(id) RETURNING id
-            """, logger: logger)
-        for try await _ in rows {
-            try await SessionStore.deleteAll(db, userId: id, logger: logger)
-            return true
-        }
-        return false
-    }
-
     /// Removes the password (its identity was detached): password logins fail from now on, and the
     /// session-less tokens end.
     static func clearPassword(_ db: PostgresConnection, id: UUID, logger: Logger) async throws {
@@ -155,5 +142,110 @@ public enum UserStore {
             "DELETE FROM users WHERE app_ref = \(appRef) AND id = \(id) RETURNING handle", logger: logger)
         for try await handle in rows.decode(String.self) { return handle }
         return nil
+    }
+
+    // MARK: lookups and the end-user writes
+
+    /// The user whose handle or user name is `identifier` (lower-cased).
+    static func user(_ db: PostgresConnection, appRef: Int64, handleOrUserName identifier: String, forUpdate: Bool = false, logger: Logger) async throws -> User? {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        let rows = try await db.query(
+            """
+            SELECT \(unescaped: columns) FROM users
+            WHERE app_ref = \(appRef) AND (lower(handle) = \(identifier) OR lower(user_name) = \(identifier))
+            ORDER BY (lower(handle) = \(identifier)) DESC LIMIT 1\(unescaped: lock)
+            """, logger: logger)
+        return try await decode(rows).first
+    }
+
+    static func user(_ db: PostgresConnection, appRef: Int64, handle: String, exact: Bool = false, forUpdate: Bool = false, logger: Logger) async throws -> User? {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        let condition = exact ? "handle = $2" : "lower(handle) = lower($2)"
+        var binds = PostgresBindings()
+        binds.append(appRef)
+        binds.append(handle)
+        let rows = try await db.query(
+            PostgresQuery(unsafeSQL: "SELECT \(columns) FROM users WHERE app_ref = $1 AND \(condition)\(lock)", binds: binds),
+            logger: logger)
+        return try await decode(rows).first
+    }
+
+    /// The imported user (one with a `legacy_id`) of a handle: the only kind a legacy access token
+    /// can name. One query.
+    static func importedUser(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws -> User? {
+        let rows = try await db.query(
+            """
+            SELECT \(unescaped: columns) FROM users
+            WHERE app_ref = \(appRef) AND lower(handle) = lower(\(handle)) AND legacy_id IS NOT NULL
+            """, logger: logger)
+        return try await decode(rows).first
+    }
+
+    static func touchLastLogin(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
+        try await db.query("UPDATE users SET last_login = now() WHERE id = \(userId)", logger: logger)
+    }
+
+    /// Sets the password and ends the user's sessions: all of them, or all but `keepSession` (a
+    /// changePassword keeps the caller's). The token version moves on, which ends the session-less
+    /// tokens too, except the one whose hash is `keepTokenHash` (the caller's, when it has no session).
+    /// `disableSecondFactor` (a reset) also turns 2FA off and drops open login challenges. Returns the
+    /// ended sessions, or nil when the app has no such user. The one writer of a password, for the
+    /// end-user flows and the admin API alike.
+    @discardableResult
+    static func setPassword(
+        _ db: PostgresConnection, appRef: Int64, userId: UUID, hash: String, disableSecondFactor: Bool = false, keepSession: UUID? = nil,
+        keepTokenHash: Data? = nil, logger: Logger
+    ) async throws -> [UUID]? {
+        let rows = try await db.query(
+            """
+            UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = \(keepTokenHash),
+                two_factor_phone = two_factor_phone AND NOT \(disableSecondFactor),
+                two_factor_google = two_factor_google AND NOT \(disableSecondFactor),
+                totp_secret_sealed = CASE WHEN \(disableSecondFactor) THEN NULL ELSE totp_secret_sealed END,
+                totp_last_step = CASE WHEN \(disableSecondFactor) THEN 0 ELSE totp_last_step END,
+                updated_at = now()
+            WHERE app_ref = \(appRef) AND id = \(userId) RETURNING id
+            """, logger: logger)
+        var found = false
+        for try await _ in rows { found = true }
+        guard found else { return nil }
+        if disableSecondFactor {
+            try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId)", logger: logger)
+        }
+        return try await SessionStore.deleteAll(db, userId: userId, except: keepSession, logger: logger)
+    }
+
+    /// Replaces a legacy raw-MD5 hash with bcrypt after a successful login (no token revocation).
+    static func upgradePasswordHash(_ db: PostgresConnection, userId: UUID, from old: String, to new: String, logger: Logger) async throws {
+        try await db.query(
+            "UPDATE users SET password_hash = \(new) WHERE id = \(userId) AND password_hash = \(old)", logger: logger)
+    }
+
+    static func setMetadata(_ db: PostgresConnection, userId: UUID, metadata: [String: JSONValue], logger: Logger) async throws {
+        let text = try metadataText(metadata)
+        try await db.query("UPDATE users SET metadata = \(text)::jsonb, updated_at = now() WHERE id = \(userId)", logger: logger)
+    }
+
+    static func setLocale(_ db: PostgresConnection, userId: UUID, locale: String, logger: Logger) async throws {
+        try await db.query("UPDATE users SET locale = \(locale), updated_at = now() WHERE id = \(userId)", logger: logger)
+    }
+
+    /// Sets the user name once; false when the user already had one.
+    static func setUserName(_ db: PostgresConnection, userId: UUID, userName: String, logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            "UPDATE users SET user_name = \(userName), updated_at = now() WHERE id = \(userId) AND user_name IS NULL RETURNING id",
+            logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// True when `name` is a user name or a handle in the app.
+    static func identifierTaken(_ db: PostgresConnection, appRef: Int64, name: String, logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            SELECT 1 FROM users WHERE app_ref = \(appRef) AND (lower(user_name) = \(name) OR lower(handle) = \(name)) LIMIT 1
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
     }
 }

@@ -154,7 +154,7 @@ public struct UserAdministration: Sendable {
         try Self.checkPassword(password, settings: app.settings)
         let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
-            guard try await UserStore.setPasswordHash(db, appRef: app.ref, id: id, hash: hash, logger: logger) else {
+            guard try await UserStore.setPassword(db, appRef: app.ref, userId: id, hash: hash, logger: logger) != nil else {
                 throw AdminFailure.notFound("user")
             }
             try await AuditLog.record(

@@ -22,34 +22,34 @@ struct EndUserRoutes {
     ]
 
     func register(on router: Router<ServerRequestContext>) {
-        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(flows: flows)).add(middleware: FlowSpanMiddleware(prefix: ""))
+        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(resolver: services.resolver)).add(middleware: FlowSpanMiddleware(prefix: ""))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
         api.post("login", use: login)
-        api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(appToken: $1, fields: $2) })
+        api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(app: $1, fields: $2) })
         api.post("signup", use: signup)
         api.post("completeSignup", use: completeSignup)
         api.get("completeSignup", use: completeSignupLink)
-        api.post("invite", use: userAction { try await $0.invite(accessToken: $1, fields: $2) })
-        api.post("register", use: appTokens { try await $0.register(appToken: $1, fields: $2) })
-        api.post("forgotPassword", use: addressedAction(token: Self.appToken) { try await $0.forgotPassword(appToken: $1, fields: $2, clientAddress: $3) })
-        api.post("resetPassword", use: addressedAction(token: Self.appToken) { try await $0.resetPassword(appToken: $1, fields: $2, clientAddress: $3) })
-        api.post("changePassword", use: addressedAction(token: Self.accessToken) { try await $0.changePassword(accessToken: $1, fields: $2, clientAddress: $3) })
+        api.post("invite", use: userAction(missing: .missingParameter) { try await $0.invite(caller: $1, fields: $2) })
+        api.post("register", use: appTokens(missing: .missingParameter) { try await $0.register(app: $1, fields: $2) })
+        api.post("forgotPassword", use: appAction(missing: .missingParameter) { try await $0.forgotPassword(app: $1, fields: $2, clientAddress: $3) })
+        api.post("resetPassword", use: appAction(missing: .missingParameter) { try await $0.resetPassword(app: $1, fields: $2, clientAddress: $3) })
+        api.post("changePassword", use: userAction(missing: .invalidData) { try await $0.changePassword(caller: $1, fields: $2, clientAddress: $3) })
         api.get("getUser", use: getUser)
-        api.post("setUserMetadata", use: userAction { try await $0.setUserMetadata(accessToken: $1, fields: $2) })
-        api.post("setUserName", use: userAction { try await $0.setUserName(accessToken: $1, fields: $2) })
+        api.post("setUserMetadata", use: setUserMetadata)
+        api.post("setUserName", use: userAction(missing: .missingParameter) { try await $0.setUserName(caller: $1, fields: $2) })
         api.get("userNameAvailable", use: userNameAvailable)
-        api.post("setLocale", use: userAction { try await $0.setLocale(accessToken: $1, fields: $2) })
-        api.post("deleteAccount", use: addressedAction(token: Self.accessToken) { try await $0.deleteAccount(accessToken: $1, fields: $2, clientAddress: $3) })
-        api.post("loginComplete", use: appTokens { try await $0.loginComplete(appToken: $1, fields: $2) })
-        api.post("socialLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: nil) })
-        api.post("appleLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: .apple) })
-        api.post("googleLogin", use: appTokens { try await $0.socialLogin(appToken: $1, fields: $2, provider: .google) })
-        api.post("socialSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: nil) })
-        api.post("appleSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: .apple) })
-        api.post("googleSignup", use: appTokens { try await $0.socialSignup(appToken: $1, fields: $2, provider: .google) })
-        api.post("setPhone", use: userAction { try await $0.setPhone(accessToken: $1, fields: $2) })
-        api.post("verifyPhone", use: userAction { try await $0.verifyPhone(accessToken: $1, fields: $2) })
-        api.post("setTwoFactorPhoneVerification", use: userAction { try await $0.setTwoFactorPhoneVerification(accessToken: $1, fields: $2) })
+        api.post("setLocale", use: userAction(missing: .missingParameter) { try await $0.setLocale(caller: $1, fields: $2) })
+        api.post("deleteAccount", use: userAction(missing: .missingParameter) { try await $0.deleteAccount(caller: $1, fields: $2, clientAddress: $3) })
+        api.post("loginComplete", use: appTokens { try await $0.loginComplete(app: $1, fields: $2) })
+        api.post("socialLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: nil) })
+        api.post("appleLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: .apple) })
+        api.post("googleLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: .google) })
+        api.post("socialSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: nil) })
+        api.post("appleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .apple) })
+        api.post("googleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .google) })
+        api.post("setPhone", use: userAction(missing: .invalidData) { try await $0.setPhone(caller: $1, fields: $2) })
+        api.post("verifyPhone", use: userAction(missing: .invalidData) { try await $0.verifyPhone(caller: $1, fields: $2) })
+        api.post("setTwoFactorPhoneVerification", use: userAction(missing: .invalidData) { try await $0.setTwoFactorPhoneVerification(caller: $1, fields: $2) })
         api.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
     }
 
@@ -107,13 +107,13 @@ struct EndUserRoutes {
     /// The answer to a request whose fields hold a NUL: the credential is checked first, in the legacy
     /// order of §2.2 (the first present of `app-token`, `access-token`, query `appToken`), so an invalid
     /// token still answers E400 / E405; otherwise, and without a credential, E602.
-    static func refuseNUL(_ request: Request, flows: EndUserFlows) async throws -> Never {
+    static func refuseNUL(_ request: Request, resolver: TenantResolver) async throws -> Never {
         if let token = appToken(request) {
-            _ = try await flows.app(token: token, whenMissing: .invalidData)
+            _ = try await resolver.app(token: token, whenMissing: .invalidData)
         } else if let token = accessToken(request) {
-            _ = try await flows.session(accessToken: token, whenMissing: .invalidData)
+            _ = try await resolver.caller(accessToken: token, whenMissing: .invalidData)
         } else if let token = request.uri.queryParameters["appToken"] {
-            _ = try await flows.app(token: String(token), whenMissing: .invalidData)
+            _ = try await resolver.app(token: String(token), whenMissing: .invalidData)
         }
         throw EndUserError.invalidData
     }
@@ -140,42 +140,48 @@ struct EndUserRoutes {
 
     typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
 
-    /// A TRUE-body endpoint authenticated by the `access-token`.
-    func userAction(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> Void) -> Handler {
-        let flows = self.flows
-        return { request, context in
-            try await action(flows, Self.accessToken(request), try await Self.fields(request, context: context))
-            return Self.trueBody()
-        }
-    }
-
-    /// A TRUE-body endpoint that also needs the client address (limits counted per address).
-    func addressedAction(
-        token: @escaping @Sendable (Request) -> String?, _ action: @escaping @Sendable (EndUserFlows, String?, Fields, String?) async throws -> Void
+    /// A TRUE-body endpoint authenticated by the `access-token`: the body is read, then the caller
+    /// resolved (no token: `missing`, the contract's code for this endpoint), then the flow runs.
+    func userAction(
+        missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, AuthenticatedCaller, Fields, String?) async throws -> Void
     ) -> Handler {
-        let flows = self.flows
-        let configuration = services.configuration
+        let (flows, resolver, configuration) = (self.flows, services.resolver, services.configuration)
         return { request, context in
             let address = Self.clientAddress(request, context: context, configuration: configuration)
-            try await action(flows, token(request), try await Self.fields(request, context: context), address)
+            let fields = try await Self.fields(request, context: context)
+            let caller = try await resolver.caller(accessToken: Self.accessToken(request), whenMissing: missing)
+            try await action(flows, caller, fields, address)
             return Self.trueBody()
         }
     }
 
-    /// A TRUE-body endpoint authenticated by the `app-token`.
-    func appAction(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> Void) -> Handler {
-        let flows = self.flows
+    func userAction(missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, AuthenticatedCaller, Fields) async throws -> Void) -> Handler {
+        userAction(missing: missing) { flows, caller, fields, _ in try await action(flows, caller, fields) }
+    }
+
+    /// A TRUE-body endpoint authenticated by the `app-token` (limits counted per client address).
+    func appAction(
+        missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, App, Fields, String?) async throws -> Void
+    ) -> Handler {
+        let (flows, resolver, configuration) = (self.flows, services.resolver, services.configuration)
         return { request, context in
-            try await action(flows, Self.appToken(request), try await Self.fields(request, context: context))
+            let address = Self.clientAddress(request, context: context, configuration: configuration)
+            let fields = try await Self.fields(request, context: context)
+            let app = try await resolver.app(token: Self.appToken(request), whenMissing: missing)
+            try await action(flows, app, fields, address)
             return Self.trueBody()
         }
     }
 
     /// An endpoint of the `app-token` that answers `{jwt, access-token}`.
-    func appTokens(_ action: @escaping @Sendable (EndUserFlows, String?, Fields) async throws -> IssuedTokens) -> Handler {
-        let flows = self.flows
+    func appTokens(
+        missing: EndUserError = .invalidAppToken, _ action: @escaping @Sendable (EndUserFlows, App, Fields) async throws -> IssuedTokens
+    ) -> Handler {
+        let (flows, resolver) = (self.flows, services.resolver)
         return { request, context in
-            Self.tokens(try await action(flows, Self.appToken(request), try await Self.fields(request, context: context)))
+            let fields = try await Self.fields(request, context: context)
+            let app = try await resolver.app(token: Self.appToken(request), whenMissing: missing)
+            return Self.tokens(try await action(flows, app, fields))
         }
     }
 
@@ -184,21 +190,26 @@ struct EndUserRoutes {
     @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let token = Self.appToken(request) ?? request.uri.queryParameters["appToken"].map(String.init)
         let address = Self.clientAddress(request, context: context, configuration: services.configuration)
-        switch try await flows.login(appToken: token, fields: try await Self.fields(request, context: context), clientAddress: address) {
+        let fields = try await Self.fields(request, context: context)
+        let app = try await services.resolver.app(token: token, whenMissing: .invalidAppToken)
+        switch try await flows.login(app: app, fields: fields, clientAddress: address) {
         case .tokens(let issued): return Self.tokens(issued)
         case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
         }
     }
 
     @Sendable func signup(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        switch try await flows.signup(appToken: Self.appToken(request), fields: try await Self.fields(request, context: context)) {
+        let fields = try await Self.fields(request, context: context)
+        let token = Self.appToken(request)
+        let app = try await services.resolver.app(token: token, whenMissing: .invalidAppToken)
+        switch try await flows.signup(app: app, fields: fields, presentedAppToken: token ?? "") {
         case .tokens(let issued): return Self.tokens(issued)
         case .codeSent: return Self.trueBody()
         }
     }
 
     @Sendable func completeSignup(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let app = try await flows.app(token: Self.appToken(request), whenMissing: .missingParameter)
+        let app = try await services.resolver.app(token: Self.appToken(request), whenMissing: .missingParameter)
         let completed = try await flows.completeSignup(app: app, fields: try await Self.fields(request, context: context))
         return Self.tokens(completed.tokens)
     }
@@ -212,7 +223,7 @@ struct EndUserRoutes {
             guard let token = query["appToken"].map(String.init), !token.isEmpty, values["handle"] != nil, values["code"] != nil else {
                 throw EndUserError.missingParameter
             }
-            let app = try await flows.app(token: token, whenMissing: .missingParameter)
+            let app = try await services.resolver.app(token: token, whenMissing: .missingParameter)
             guard !values.values.contains(where: Self.hasNUL) else { throw EndUserError.invalidData }
             let completed = try await flows.completeSignup(app: app, fields: Fields(values))
             return Self.html(completed.clickThroughHTML, status: .ok)
@@ -229,19 +240,30 @@ struct EndUserRoutes {
     }
 
     @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        JSONBody.response(try await flows.getUser(accessToken: Self.accessToken(request)))
+        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
+        return JSONBody.response(try await flows.getUser(caller: caller))
+    }
+
+    /// The contract checks `metaData` before the token: the caller is resolved when the flow asks.
+    @Sendable func setUserMetadata(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let fields = try await Self.fields(request, context: context)
+        let (resolver, token) = (services.resolver, Self.accessToken(request))
+        try await flows.setUserMetadata(caller: { try await resolver.caller(accessToken: token, whenMissing: .missingParameter) }, fields: fields)
+        return Self.trueBody()
     }
 
     @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let name = request.uri.queryParameters["userName"].map(String.init)
         if let name, Self.hasNUL(name) { throw FieldHasNUL() }
-        let available = try await flows.userNameAvailable(accessToken: Self.accessToken(request), userName: name)
+        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .missingParameter)
+        let available = try await flows.userNameAvailable(caller: caller, userName: name)
         return JSONBody.response(["available": .bool(available)])
     }
 
     @Sendable func setTwoFactorGoogleVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await Self.fields(request, context: context)
-        guard let setup = try await flows.setTwoFactorGoogleVerification(accessToken: Self.accessToken(request), fields: fields) else {
+        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
+        guard let setup = try await flows.setTwoFactorGoogleVerification(caller: caller, fields: fields) else {
             return Self.trueBody()
         }
         return JSONBody.response(["googleSecretKey": .string(setup.googleSecretKey), "QRDataImage": .string(setup.qrDataImage)])
@@ -256,7 +278,7 @@ struct FieldHasNUL: Error {}
 struct LegacyErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     /// Resolves the credential of a request refused for a NUL in its fields (`EndUserRoutes.refuseNUL`).
-    var flows: EndUserFlows? = nil
+    var resolver: TenantResolver? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -266,9 +288,9 @@ struct LegacyErrorMiddleware: RouterMiddleware {
         } catch let error as LegacyError {
             return try error.response(from: request, context: context)
         } catch is FieldHasNUL {
-            guard let flows else { return try LegacyError.invalidData.response(from: request, context: context) }
+            guard let resolver else { return try LegacyError.invalidData.response(from: request, context: context) }
             do {
-                try await EndUserRoutes.refuseNUL(request, flows: flows)
+                try await EndUserRoutes.refuseNUL(request, resolver: resolver)
             } catch let error as EndUserError {
                 return try LegacyError(error).response(from: request, context: context)
             } catch {

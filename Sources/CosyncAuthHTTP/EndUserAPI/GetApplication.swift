@@ -11,17 +11,13 @@ struct GetApplication {
     }
 
     @Sendable func handle(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let token = LegacyHeaders.value("app-token", in: request.headers)
-            ?? request.uri.queryParameters["appToken"].map(String.init)
-        else {
-            throw LegacyError.invalidData
-        }
-        guard let app = try await services.apps.app(forToken: token), app.product == .cosyncAuth else { throw LegacyError.invalidAppToken }
+        let token = LegacyHeaders.value("app-token", in: request.headers) ?? request.uri.queryParameters["appToken"].map(String.init)
+        let app = try await services.resolver.app(token: token, whenMissing: .invalidData)
         return JSONBody.response(Self.publicSettings(app))
     }
 
     /// The ✔ fields of §5.1 plus the recommended extras; nothing secret.
-    static func publicSettings(_ app: AppRow) -> [String: JSONValue] {
+    static func publicSettings(_ app: App) -> [String: JSONValue] {
         let s = app.settings
         let status = app.status == "suspended" ? "inactive" : app.status
         let fields: [String: JSONValue] = [

@@ -38,7 +38,7 @@ extension AppKeyFlows {
     public func setLocale(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
         let caller = try await caller(credentials)
         let locale = try locale(try fields.require("locale"), app: caller.app)
-        try await client.withConnection { try await EndUserStore.setLocale($0, userId: caller.user.id, locale: locale, logger: logger) }
+        try await client.withConnection { try await UserStore.setLocale($0, userId: caller.user.id, locale: locale, logger: logger) }
     }
 
     /// A user name K13 would accept: `^[a-z][a-z0-9]*$`, at most 32 characters.
@@ -55,12 +55,12 @@ extension AppKeyFlows {
         guard let name = Self.userName(raw) else { throw AppKeyError.invalidData.with("invalid user name") }
         guard caller.user.userName == nil else { throw AppKeyError.invalidData.with("the user name is already set") }
         try await client.transaction(logger: logger) { db in
-            if try await EndUserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger) != nil {
+            if try await UserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger) != nil {
                 throw AppKeyError.invalidData.with("invalid user name")
             }
             if try await PasskeyStore.user(db, appRef: caller.app.ref, userName: name, logger: logger) != nil { throw AppKeyError.userNameInUse }
             do {
-                guard try await EndUserStore.setUserName(db, userId: caller.user.id, userName: name, logger: logger) else {
+                guard try await UserStore.setUserName(db, userId: caller.user.id, userName: name, logger: logger) else {
                     throw AppKeyError.invalidData.with("the user name is already set")
                 }
             } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
@@ -78,7 +78,7 @@ extension AppKeyFlows {
         guard let name = Self.userName(raw) else { return false }
         return try await client.withConnection { db in
             let byName = try await PasskeyStore.user(db, appRef: caller.app.ref, userName: name, logger: logger)
-            let byHandle = try await EndUserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger)
+            let byHandle = try await UserStore.user(db, appRef: caller.app.ref, handle: name, logger: logger)
             return byName == nil && byHandle == nil
         }
     }

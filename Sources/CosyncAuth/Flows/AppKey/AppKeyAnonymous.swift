@@ -23,7 +23,7 @@ extension AppKeyFlows {
         try await client.transaction(logger: logger) { db in
             // An existing anonymous account re-enters through login/loginComplete: a registration here
             // would let whoever learns its handle add a passkey to it.
-            if try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
+            if try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
                 throw AppKeyError.handleAlreadyRegistered
             }
             try await takeChallengeQuota(db, app: app, handle: handle)
@@ -45,7 +45,7 @@ extension AppKeyFlows {
         let (row, passkey) = try await register(app: app, fields: fields, purpose: .anonymous) { $0.handle == handle }
         guard let userId = row.userId else { throw AppKeyError.invalidData }
         let (user, access) = try await client.transaction(logger: logger) { db -> (User, String) in
-            if try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
+            if try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
                 throw AppKeyError.handleAlreadyRegistered
             }
             let user = try await insertUser(

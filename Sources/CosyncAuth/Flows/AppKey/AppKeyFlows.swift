@@ -35,8 +35,8 @@ public struct AppKeyFlows: Sendable {
     /// The app an app-scope request names: by app-token first, else by an access token (its
     /// signature alone: an expired or revoked one still names its app), else by a signup-token.
     /// `gates` applies the status gates (GET app answers for a migrated app).
-    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> AppRow {
-        let app: AppRow
+    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> App {
+        let app: App
         if let token = credentials.appToken {
             guard let found = try await flows.apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
             app = found
@@ -50,7 +50,7 @@ public struct AppKeyFlows: Sendable {
             app = found
         } else if let token = credentials.signupToken {
             guard token.utf8.count <= 512,
-                let found = try await client.withConnection({ db -> AppRow? in
+                let found = try await client.withConnection({ db -> App? in
                     guard let ref = try await PasskeyStore.signupAppRef(db, tokenHash: Secrets.sha256(token), logger: logger) else { return nil }
                     return try await AppStore.app(db, ref: ref, logger: logger)
                 })
@@ -64,7 +64,7 @@ public struct AppKeyFlows: Sendable {
         return app
     }
 
-    func requireActive(_ app: AppRow) throws(AppKeyError) {
+    func requireActive(_ app: App) throws(AppKeyError) {
         switch app.status {
         case "active": return
         case "migrated": throw .appMigrated
@@ -75,7 +75,7 @@ public struct AppKeyFlows: Sendable {
     /// The signed-in caller of a user-scope request (access-token): app, user, session, and when the
     /// session was opened (its `auth_time`).
     public struct Caller: Sendable {
-        public let app: AppRow
+        public let app: App
         public let user: User
         public let sessionId: UUID
         public let authTime: Date
@@ -133,7 +133,7 @@ public struct AppKeyFlows: Sendable {
     // MARK: the user body (§2.3, §2.4)
 
     /// The user object, with the session keys: `access-token` (when given) and a freshly signed `jwt`.
-    func userBody(app: AppRow, user: User, accessToken: String?, withJWT: Bool = true, extra: [String: JSONValue] = [:]) async throws
+    func userBody(app: App, user: User, accessToken: String?, withJWT: Bool = true, extra: [String: JSONValue] = [:]) async throws
         -> [String: JSONValue]
     {
         let (profile, passkeys) = try await client.withConnection { db in
@@ -149,7 +149,7 @@ public struct AppKeyFlows: Sendable {
 
     static func loginProvider(_ user: User) -> String { user.loginProvider.isEmpty ? "handle" : user.loginProvider }
 
-    static func userObject(app: AppRow, user: User, profile: AppKeyProfile?, passkeys: [Passkey]) -> [String: JSONValue] {
+    static func userObject(app: App, user: User, profile: AppKeyProfile?, passkeys: [Passkey]) -> [String: JSONValue] {
         let displayName: String = {
             if let name = profile?.displayName, !name.isEmpty { return name }
             let joined = [profile?.firstName, profile?.lastName].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
@@ -183,7 +183,7 @@ public struct AppKeyFlows: Sendable {
     }
 
     /// The user JWT (§2.7): RS256 with the app's key, as for CosyncAuth apps.
-    func userJWT(app: AppRow, user: User) async throws -> String {
+    func userJWT(app: App, user: User) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         let hours = max(1, app.settings.userJWTExpiration)
         var claims: [String: JSONValue] = [
@@ -196,7 +196,7 @@ public struct AppKeyFlows: Sendable {
     }
 
     /// Opens a session (in the caller's transaction) and signs the access token naming it.
-    func openSession(_ db: PostgresConnection, app: AppRow, user: User, method: SessionMethod) async throws -> String {
+    func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod) async throws -> String {
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
         guard try await SessionStore.insert(
@@ -208,16 +208,16 @@ public struct AppKeyFlows: Sendable {
 
     // MARK: shared checks
 
-    func audit(_ db: PostgresConnection, app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
+    func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
         try await flows.audit(db, app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
     }
 
-    func audit(app: AppRow, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
+    func audit(app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
         await flows.audit(app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
     }
 
     /// A locale of the app (upper-cased), the default when absent; another → E609.
-    func locale(_ raw: String?, app: AppRow) throws(AppKeyError) -> String {
+    func locale(_ raw: String?, app: App) throws(AppKeyError) -> String {
         guard let raw else { return Locales.defaultLocale }
         let code = raw.uppercased()
         guard app.settings.locales.contains(code) else { throw .invalidLocale }
@@ -234,7 +234,7 @@ public struct AppKeyFlows: Sendable {
     }
 
     /// Issues one challenge for a handle, within `challengesPerHandlePerHour`.
-    func takeChallengeQuota(_ db: PostgresConnection, app: AppRow, handle: String) async throws {
+    func takeChallengeQuota(_ db: PostgresConnection, app: App, handle: String) async throws {
         guard try await ThrottleStore.take(
             db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased())", limit: settings.challengesPerHandlePerHour,
             windowSeconds: 3600, logger: logger)
@@ -245,7 +245,7 @@ public struct AppKeyFlows: Sendable {
     static func newChallenge() -> String { Base64URL.encode(Secrets.randomBytes(32)) }
 
     /// The relying party of an app; an app without an RP ID cannot run ceremonies.
-    func relyingParty(_ app: AppRow) throws(AppKeyError) -> WebAuthnRelyingParty {
+    func relyingParty(_ app: App) throws(AppKeyError) -> WebAuthnRelyingParty {
         let s = app.settings
         guard !s.rpId.isEmpty else { throw AppKeyError.internalError.with("the app has no relying party (rpId) configured") }
         return WebAuthnRelyingParty(
@@ -255,16 +255,16 @@ public struct AppKeyFlows: Sendable {
             trustAnchorsDER: s.trustAnchors.compactMap { Data(base64Encoded: $0).map { Array($0) } })
     }
 
-    func rpName(_ app: AppRow) -> String { app.settings.rpName.isEmpty ? app.name : app.settings.rpName }
+    func rpName(_ app: App) -> String { app.settings.rpName.isEmpty ? app.name : app.settings.rpName }
 
     /// The app's display id: `<name>-<first 8 of appId>`, as the passkey sheet's account name shows it.
-    static func displayAppId(_ app: AppRow) -> String {
+    static func displayAppId(_ app: App) -> String {
         let slug = app.name.lowercased().filter { $0.isLetter || $0.isNumber }
         return "\(slug.isEmpty ? "app" : slug)-\(app.appId.prefix(8))"
     }
 
     /// Creation options (§2.5 AKSignupChallenge).
-    func creationOptions(app: AppRow, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
+    func creationOptions(app: App, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
         -> [String: JSONValue]
     {
         let rp = try relyingParty(app)

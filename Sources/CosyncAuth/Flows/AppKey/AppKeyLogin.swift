@@ -4,16 +4,16 @@ import PostgresNIO
 extension AppKeyFlows {
     /// The user a login or verify handle names (§K6): by handle (e-mail, phone, anonymous) or by
     /// user name, with the user checks of §K6.
-    func loginUser(_ raw: String, app: AppRow) async throws -> User {
+    func loginUser(_ raw: String, app: App) async throws -> User {
         guard let handle = AppKeyHandle.parse(raw, userNames: true) else { throw AppKeyError.accountDoesNotExist }
         let user: User?
         switch handle {
         case .anonymous(let text):
             guard !text.isEmpty else { throw AppKeyError.invalidLoginCredentials.with("invalid anonymous handle") }
-            user = try await client.withConnection { try await EndUserStore.user($0, appRef: app.ref, handle: text, exact: true, logger: logger) }
+            user = try await client.withConnection { try await UserStore.user($0, appRef: app.ref, handle: text, exact: true, logger: logger) }
             guard user != nil else { throw AppKeyError.accountDoesNotExist }
         case .email(let text), .phone(let text):
-            user = try await client.withConnection { try await EndUserStore.user($0, appRef: app.ref, handle: text, logger: logger) }
+            user = try await client.withConnection { try await UserStore.user($0, appRef: app.ref, handle: text, logger: logger) }
             guard user != nil else { throw AppKeyError.accountDoesNotExist }
         case .userName(let name):
             guard app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
@@ -114,7 +114,7 @@ extension AppKeyFlows {
             try await PasskeyStore.recordUse(
                 db, id: passkey.id, signCount: Int64(verified.signCount), backupState: verified.backupState, userVerified: verified.userVerified,
                 cloneSuspected: verified.counterRegressed, logger: logger)
-            if !verify { try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger) }
+            if !verify { try await UserStore.touchLastLogin(db, userId: user.id, logger: logger) }
             let access = try await openSession(db, app: app, user: user, method: .passkey)
             try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete")
             try await Events.record(

@@ -99,7 +99,7 @@ extension AppKeyFlows {
 
     /// Removes a passkey of a user unless it is the user's last way to sign in (the user row is
     /// locked, so two removals cannot both pass the count).
-    public func removePasskey(app: AppRow, user: User, credentialId: [UInt8], actor: String) async throws {
+    public func removePasskey(app: App, user: User, credentialId: [UInt8], actor: String) async throws {
         try await client.transaction(logger: logger) { db in
             guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil,
                 let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, logger: logger)

@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension AppKeyFlows {
     /// A signup handle (§1.4): e-mail or phone per the app's `handleType`, else E617.
-    func signupHandle(_ raw: String, app: AppRow) throws(AppKeyError) -> AppKeyHandle {
+    func signupHandle(_ raw: String, app: App) throws(AppKeyError) -> AppKeyHandle {
         guard let handle = AppKeyHandle.parse(raw, userNames: false) else { throw .invalidHandleFormat }
         switch (handle, app.settings.handleType) {
         case (.email, .email), (.email, .both), (.phone, .phone), (.phone, .both): return handle
@@ -37,7 +37,7 @@ extension AppKeyFlows {
         let challenge = Self.newChallenge()
         let options = try creationOptions(app: app, challenge: challenge, userId: userId, handle: handle, displayName: names.display, exclude: [])
         try await client.transaction(logger: logger) { db in
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+            if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
             try await takeChallengeQuota(db, app: app, handle: handle)
@@ -53,7 +53,7 @@ extension AppKeyFlows {
     /// clientDataJSON (it must be of `purpose` and pass `matches`), then verifies the response.
     /// Any verification failure is E615; the challenge stays consumed.
     func register(
-        app: AppRow, fields: AppKeyFields, purpose: ChallengeStore.Purpose, matches: @Sendable (ChallengeStore.Row) -> Bool
+        app: App, fields: AppKeyFields, purpose: ChallengeStore.Purpose, matches: @Sendable (ChallengeStore.Row) -> Bool
     ) async throws -> (row: ChallengeStore.Row, passkey: NewPasskey) {
         let id = try fields.require("id")
         let response = try fields.response()
@@ -103,7 +103,7 @@ extension AppKeyFlows {
         let signupId = UUID()
         let locale = row.locale ?? Locales.defaultLocale
         try await client.transaction(logger: logger) { db in
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+            if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
             guard try await ThrottleStore.take(
@@ -157,7 +157,7 @@ extension AppKeyFlows {
         }
         let (user, accessToken) = try await client.transaction(logger: logger) { db -> (User, String) in
             guard try await PasskeyStore.takeSignup(db, id: signup.id, logger: logger) else { throw AppKeyError.invalidToken }
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: signup.handle, logger: logger) {
+            if let existing = try await UserStore.user(db, appRef: app.ref, handle: signup.handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
             let user = try await insertUser(
@@ -175,7 +175,7 @@ extension AppKeyFlows {
 
     /// Inserts an AppKey user (handle clash → 601/611/612) and records `user.created`.
     func insertUser(
-        _ db: PostgresConnection, app: AppRow, id: UUID, handle: String, locale: String, provider: String, profile: AppKeyProfile
+        _ db: PostgresConnection, app: App, id: UUID, handle: String, locale: String, provider: String, profile: AppKeyProfile
     ) async throws -> User {
         do {
             let user = try await PasskeyStore.insertUser(
@@ -189,7 +189,7 @@ extension AppKeyFlows {
 
     /// Inserts a verified passkey for a user (its name: `<displayName>-<platform>`) and records
     /// `passkey.added`. A credential registered meanwhile → E615.
-    func insertPasskey(_ db: PostgresConnection, app: AppRow, user: User, passkey: NewPasskey, displayName: String) async throws {
+    func insertPasskey(_ db: PostgresConnection, app: App, user: User, passkey: NewPasskey, displayName: String) async throws {
         let name = String("\(displayName)-\(passkey.platform)".prefix(64))
         do {
             try await PasskeyStore.insert(db, appRef: app.ref, userId: user.id, passkey: passkey, name: name, logger: logger)

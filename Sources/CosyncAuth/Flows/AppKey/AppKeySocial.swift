@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension AppKeyFlows {
     /// The provider and verified identity of a social request (§4.1): 403 / 602 / 415 / 416 / 613.
-    func socialIdentity(app: AppRow, fields: AppKeyFields) async throws -> (SocialProvider, SocialIdentity) {
+    func socialIdentity(app: App, fields: AppKeyFields) async throws -> (SocialProvider, SocialIdentity) {
         let token = try fields.require("token")
         guard let provider = SocialProvider(rawValue: try fields.require("provider")) else {
             throw AppKeyError.invalidData.with("provider must be apple or google")
@@ -43,7 +43,7 @@ extension AppKeyFlows {
         guard app.settings.signupEnabled else { throw AppKeyError.signupNotSupported }
         let display = names?.display ?? String(handle.split(separator: "@").first ?? Substring(handle))
         let (user, access) = try await client.transaction(logger: logger) { db -> (User, String) in
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
+            if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw existing.loginProvider.isEmpty ? AppKeyError.emailAccountExists : Self.accountExists(existing)
             }
             if try await IdentityStore.user(db, appRef: app.ref, kind: IdentityKind(provider), subject: identity.subject, logger: logger) != nil {
@@ -63,7 +63,7 @@ extension AppKeyFlows {
 
     /// The user of a verified social identity (§K17): by the provider account, else by the e-mail of a
     /// user of this provider (then the provider account is recorded).
-    func socialUser(app: AppRow, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
+    func socialUser(app: App, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
         let match = try await client.withConnection {
             try await SecondFactorStore.socialMatch(
                 $0, appRef: app.ref, provider: provider, email: identity.email?.lowercased(), subject: identity.subject, logger: logger)
@@ -97,7 +97,7 @@ extension AppKeyFlows {
         let (provider, identity) = try await socialIdentity(app: app, fields: fields)
         let user = try await socialUser(app: app, provider: provider, identity: identity)
         let access = try await client.transaction(logger: logger) { db in
-            try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+            try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
             try await IdentityStore.touch(db, userId: user.id, kind: IdentityKind(provider), logger: logger)
             let access = try await openSession(db, app: app, user: user, method: provider == .apple ? .apple : .google)
             try await audit(db, app: app, handle: user.handle, action: "socialLogin", detail: ["provider": .string(provider.rawValue)])

@@ -4,8 +4,8 @@ import PostgresNIO
 extension EndUserFlows {
     /// `POST invite` (§5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
     /// Inviting the same handle again re-sends the same code; it never takes over a live invite.
-    public func invite(accessToken: String?, fields: Fields) async throws {
-        let (app, inviter) = try await session(accessToken: accessToken, whenMissing: .missingParameter)
+    public func invite(caller: AuthenticatedCaller, fields: Fields) async throws {
+        let (app, inviter) = (caller.app, caller.user)
         let invitee = Input.handle(try fields.require("handle"))
         let senderUserId = fields["senderUserId"] ?? ""
         try requireActive(app)
@@ -14,7 +14,7 @@ extension EndUserFlows {
         guard Identifiers.normalizedHandle(invitee) != nil, invitee.contains("@") else { throw EndUserError.invalidData }
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidMetadata }
         let metadata = app.settings.metaDataInvite.isEmpty ? [:] : try Metadata.filter(parsed ?? [:], fields: app.settings.metaDataInvite)
-        if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
+        if try await client.withConnection({ try await UserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
             throw EndUserError.handleAlreadyRegistered
         }
         try await storeInvite(app: app, invitee: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
@@ -45,7 +45,7 @@ extension EndUserFlows {
         } catch {
             throw AdminFailure.invalid(FieldError("metaData", "invalid_value", "misses a required invite field or has a non-string value"))
         }
-        if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
+        if try await client.withConnection({ try await UserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
             throw AdminFailure.conflict(code: "handle_taken", message: "a user with this handle exists in this app")
         }
         do {
@@ -64,12 +64,12 @@ extension EndUserFlows {
     /// attempts): it re-sends the same code within the handle's e-mail quota. A dead invite is closed
     /// and replaced by a new one with a new code.
     func storeInvite(
-        app: AppRow, invitee: String, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
+        app: App, invitee: String, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
         locale: String, actor: String
     ) async throws {
         do {
             try await client.transaction(logger: logger) { db in
-                let pending = try await EndUserStore.pendingRows(
+                let pending = try await PendingStore.pendingRows(
                     db, .invites, appRef: app.ref, handle: invitee, sender: senderHandle, logger: logger).first
                 let code: String
                 let mailLocale: String
@@ -85,11 +85,11 @@ extension EndUserFlows {
                     }
                 } else {
                     guard try await takeCodeMail(db, app: app, handle: invitee) else { throw EndUserError.rateLimited }
-                    if let pending { try await EndUserStore.markExpired(db, .invites, id: pending.id, logger: logger) }
+                    if let pending { try await PendingStore.markExpired(db, .invites, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
                     mailLocale = locale
                     let id = UUID()
-                    try await EndUserStore.insertInvite(
+                    try await PendingStore.insertInvite(
                         db, id: id, appRef: app.ref, handle: invitee, senderHandle: senderHandle, senderUserId: senderUserId,
                         codeSealed: try sealCode(code, purpose: "invite-code:\(id)"), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
@@ -108,14 +108,13 @@ extension EndUserFlows {
     }
 
     private enum InviteCheck {
-        case ok(User, EndUserStore.Pending)
+        case ok(User, PendingStore.Pending)
         case failed(EndUserError)
     }
 
     /// `POST register` (§5.9): accept an invite with its code; the invite's metadata is merged over the
     /// user's (invite values win).
-    public func register(appToken: String?, fields: Fields) async throws -> IssuedTokens {
-        let app = try await app(token: appToken, whenMissing: .missingParameter)
+    public func register(app: App, fields: Fields) async throws -> IssuedTokens {
         let handle = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
         let rawCode = try fields.require("code")
@@ -126,9 +125,9 @@ extension EndUserFlows {
         let locale = (fields["locale"] ?? Locales.defaultLocale).uppercased()
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidData }
         let check: InviteCheck = try await client.transaction(logger: logger) { db in
-            let pending = try await EndUserStore.pendingRows(db, .invites, appRef: app.ref, handle: handle, logger: logger)
+            let pending = try await PendingStore.pendingRows(db, .invites, appRef: app.ref, handle: handle, logger: logger)
             if pending.isEmpty {
-                if try await EndUserStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger) {
+                if try await PendingStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger) {
                     return .failed(.handleAlreadyRegistered)
                 }
                 return .failed(.invalidData)
@@ -137,12 +136,12 @@ extension EndUserFlows {
             guard !live.isEmpty else { return .failed(.invalidData) }
             // Compare with every live invite (constant time each); a wrong guess counts against all of
             // the handle's pending invites, so several senders do not multiply the guesses.
-            var matched: EndUserStore.Pending?
+            var matched: PendingStore.Pending?
             for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: "invite-code:\(candidate.id)") {
                 matched = candidate
             }
             guard let invite = matched else {
-                try await EndUserStore.countFailedInviteCode(db, appRef: app.ref, handle: handle, logger: logger)
+                try await PendingStore.countFailedInviteCode(db, appRef: app.ref, handle: handle, logger: logger)
                 try await audit(db, app: app, handle: handle, action: "register", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed(.invalidData)
             }
@@ -154,14 +153,14 @@ extension EndUserFlows {
                 return .failed(error)
             }
             let merged = Metadata.merge(userMetadata, invite.metadata)
-            if try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
+            if try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
                 return .failed(.handleAlreadyRegistered)
             }
             // bcrypt only once the code matched, so wrong guesses cost no hashing thread.
             let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
             let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
-            try await EndUserStore.markVerified(db, .invites, id: invite.id, logger: logger)
-            try await EndUserStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
+            try await PendingStore.markVerified(db, .invites, id: invite.id, logger: logger)
+            try await PendingStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
             try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
             try await audit(db, app: app, handle: handle, action: "register")
             try await Events.record(db, app: app, type: .inviteAccepted, user: user, data: ["senderHandle": invite.senderHandle.map { .string($0) } ?? .null], logger: logger)

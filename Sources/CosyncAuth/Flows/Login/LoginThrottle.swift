@@ -18,7 +18,7 @@ import PostgresNIO
 /// (handle, address) count and gives back its reservation on the other two.
 struct LoginThrottle {
     let flows: EndUserFlows
-    let app: AppRow
+    let app: App
     let handle: String
     let address: String?
 

@@ -5,8 +5,7 @@ extension EndUserFlows {
     /// `POST login` (§5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
     /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
     /// is locked, the answer is `invalidCredentials` without a password check.
-    public func login(appToken: String?, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
         let handle = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
         if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
@@ -17,11 +16,11 @@ extension EndUserFlows {
 
         let found = try await Telemetry.sql("select user") {
             try await client.withConnection {
-                try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
+                try await UserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
             }
         }
         if found == nil, app.settings.signupFlow != .none, try await client.withConnection({
-            try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
+            try await PendingStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
         }) != nil {
             throw EndUserError.accountNotVerified
         }
@@ -62,7 +61,7 @@ extension EndUserFlows {
     /// After the password: either a second factor (§6.3) or the tokens. A second factor opens a
     /// login challenge (the login-token's `jti`); in phone mode its SMS code is queued in the same
     /// transaction.
-    func completeFirstFactor(app: AppRow, user: User) async throws -> LoginOutcome {
+    func completeFirstFactor(app: App, user: User) async throws -> LoginOutcome {
         let mode = app.settings.twoFactorVerification
         if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
             try await requireSMSCapability(app)
@@ -74,7 +73,7 @@ extension EndUserFlows {
         let issued = try await issueTokens(app: app, user: user, method: .password)
         try await Telemetry.sql("update last login") {
             try await client.withConnection { db in
-                try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+                try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "login")
                 try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: logger)
             }
@@ -84,7 +83,7 @@ extension EndUserFlows {
 
     /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
     /// challenge's SMS code is queued in the same transaction.
-    func openChallenge(app: AppRow, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
+    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
         let challenge = UUID()
         let code = phone.map { _ in Secrets.numericCode() }
         let sealed = try code.map { try sealCode($0, purpose: "login-challenge:\(challenge)") }
@@ -103,15 +102,14 @@ extension EndUserFlows {
     }
 
     /// `POST loginAnonymous` (§5.4): the handle must contain `ANON_`; it is matched exactly.
-    public func loginAnonymous(appToken: String?, fields: Fields) async throws -> IssuedTokens {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func loginAnonymous(app: App, fields: Fields) async throws -> IssuedTokens {
         guard let handle = fields["handle"], handle.contains("ANON_"), handle.count <= 254 else {
             throw EndUserError.invalidCredentials
         }
         guard app.settings.anonymousLoginEnabled else { throw EndUserError.anonymousLoginDisabled }
         try requireActive(app)
         let user: User = try await client.transaction(logger: logger) { db in
-            if let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, exact: true, forUpdate: true, logger: logger) {
+            if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, forUpdate: true, logger: logger) {
                 // Only an account that signs in anonymously with this handle: not a password or social
                 // account whose handle happens to contain ANON_, nor one upgraded or detached since.
                 guard try await IdentityStore.has(db, userId: existing.id, kind: .anonymous, subject: handle, logger: logger) else {
@@ -120,7 +118,7 @@ extension EndUserFlows {
                 return existing
             }
             // Another user whose handle differs only in case owns the slot: not this one's account.
-            if try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
+            if try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
                 throw EndUserError.invalidCredentials
             }
             let created = try await insertUser(db, app: app, handle: handle, passwordHash: nil, locale: Locales.defaultLocale, metadata: [:])
@@ -130,7 +128,7 @@ extension EndUserFlows {
         try requireActiveUser(user)
         let issued = try await issueTokens(app: app, user: user, method: .anonymous)
         try await client.withConnection { db in
-            try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+            try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: handle, action: "loginAnonymous")
         }
         return issued

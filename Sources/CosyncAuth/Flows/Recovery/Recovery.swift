@@ -6,13 +6,12 @@ extension EndUserFlows {
     /// At most `resetMailsPerAccountPerHour` per account and `resetRequestsPerAddressPerHour` per client
     /// address (each taken atomically with the code's insert; over either, `rateLimited` and nothing
     /// is stored or sent).
-    public func forgotPassword(appToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
-        let app = try await app(token: appToken, whenMissing: .missingParameter)
+    public func forgotPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
         let identifier = Input.handle(try fields.require("handle"))
         try requireActive(app)
         if !identifier.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         guard let user = try await client.withConnection({
-            try await EndUserStore.user($0, appRef: app.ref, handleOrUserName: identifier, logger: logger)
+            try await UserStore.user($0, appRef: app.ref, handleOrUserName: identifier, logger: logger)
         }) else { throw EndUserError.accountDoesNotExist }
         let code = Secrets.numericCode()
         try await client.transaction(logger: logger) { db in
@@ -27,7 +26,7 @@ extension EndUserFlows {
                 logger: logger)
             else { throw EndUserError.rateLimited }
             let sealed = try sealCode(code, purpose: "reset-code:\(app.appId):\(identifier)")
-            try await EndUserStore.insertResetCode(
+            try await ResetCodeStore.insertResetCode(
                 db, appRef: app.ref, userId: user.id, identifier: identifier, codeSealed: sealed,
                 lifetimeSeconds: settings.resetCodeLifetime, logger: logger)
             try await outbox.email(
@@ -42,8 +41,7 @@ extension EndUserFlows {
     /// codes, old and new, each reserved before the compare, so asking for a new code never buys fresh
     /// guesses: at most `maxCodeAttempts` per (user, client address) and `handleThresholdFactor` times
     /// that per user, per `resetCodeLifetime` (so one address cannot lock the owner out of recovery).
-    public func resetPassword(appToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
-        let app = try await app(token: appToken, whenMissing: .missingParameter)
+    public func resetPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
         let identifier = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
         let rawCode = try fields.require("code")
@@ -52,7 +50,7 @@ extension EndUserFlows {
         let code = try Input.code(rawCode)
         enum Check { case matched(UUID), failed }
         let check: Check = try await client.transaction(logger: logger) { db in
-            let live = try await EndUserStore.liveResetCodes(db, appRef: app.ref, identifier: identifier, logger: logger)
+            let live = try await ResetCodeStore.liveResetCodes(db, appRef: app.ref, identifier: identifier, logger: logger)
             guard let userId = live.first?.userId else { return .failed }
             let perAddress = "reset-guess:\(userId)|\(clientAddress ?? "-")", perUser = "reset-guess:\(userId)"
             guard try await ThrottleStore.take(
@@ -67,14 +65,14 @@ extension EndUserFlows {
             }
             let purpose = "reset-code:\(app.appId):\(identifier)"
             // Compare with every live code (constant time each), so timing does not tell which matched.
-            var matched: EndUserStore.ResetCode?
+            var matched: ResetCodeStore.ResetCode?
             for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: purpose) { matched = candidate }
             guard let matched else {
                 try await audit(db, app: app, handle: identifier, action: "resetPassword", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed
             }
             // The code is spent now, whatever happens next: a second use finds nothing.
-            try await EndUserStore.deleteResetCodes(db, userId: matched.userId, logger: logger)
+            try await ResetCodeStore.deleteResetCodes(db, userId: matched.userId, logger: logger)
             try await ThrottleStore.reset(db, appRef: app.ref, subject: perAddress, logger: logger)
             return .matched(matched.userId)
         }
@@ -84,7 +82,7 @@ extension EndUserFlows {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: userId, forUpdate: true, logger: logger) else {
                 throw EndUserError.invalidData
             }
-            let ended = try await EndUserStore.setPassword(db, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger)
+            let ended = try await UserStore.setPassword(db, appRef: app.ref, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger) ?? []
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_reset", logger: logger)
             try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: user.id, handle: user.handle, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "resetPassword")
@@ -97,8 +95,7 @@ extension EndUserFlows {
     /// (the shipped SDKs cannot get a new one without asking the user to log in again).
     /// The current password is checked under the same reserved limit as a login of that account
     /// (`LoginThrottle`), so a stolen access token does not give unlimited guesses.
-    public func changePassword(accessToken: String?, fields: Fields, clientAddress: String? = nil) async throws {
-        let caller = try await caller(accessToken: accessToken, whenMissing: .invalidData)
+    public func changePassword(caller: AuthenticatedCaller, fields: Fields, clientAddress: String? = nil) async throws {
         let (app, user) = (caller.app, caller.user)
         guard let current = fields["password"], let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
         let md5 = try Input.md5(new)
@@ -115,9 +112,9 @@ extension EndUserFlows {
         }
         let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
-            let ended = try await EndUserStore.setPassword(
-                db, userId: user.id, hash: hash, disableSecondFactor: false, keepSession: caller.sessionId,
-                keepTokenHash: caller.sessionId == nil ? accessToken.map(Secrets.sha256) : nil, logger: logger)
+            let ended = try await UserStore.setPassword(
+                db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
+                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger) ?? []
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
             try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)

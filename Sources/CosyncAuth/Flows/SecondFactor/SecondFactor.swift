@@ -14,8 +14,7 @@ extension EndUserFlows {
     /// of the calling app, and its challenge unused, with fewer than `maxCodeAttempts` wrong codes.
     /// Phone: the SMS code of this challenge. Google: a TOTP of the current step ±1 that is later
     /// than the last one the user logged in with.
-    public func loginComplete(appToken: String?, fields: Fields) async throws -> IssuedTokens {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func loginComplete(app: App, fields: Fields) async throws -> IssuedTokens {
         let loginToken = try fields.require("loginToken")
         let rawCode = try fields.require("code")
         let code = String(rawCode.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.map(Character.init))
@@ -72,7 +71,7 @@ extension EndUserFlows {
             try requireActiveUser(user)
             let issued = try await issueTokens(app: app, user: user, method: .secondFactor)
             try await client.withConnection { db in
-                try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+                try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete")
                 try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, data: ["secondFactor": .bool(true)], logger: logger)
             }
@@ -93,7 +92,7 @@ extension EndUserFlows {
     // MARK: phone
 
     /// An app that must send SMS through Twilio needs its credentials before anything changes.
-    func requireSMSCapability(_ app: AppRow) async throws {
+    func requireSMSCapability(_ app: App) async throws {
         guard settings.smsNeedsProviderCredentials else { return }
         let credentials = try apps.openCredentials(app.credentialsSealed, appId: app.appId)
         guard TwilioTransport.canSend(with: credentials) else {
@@ -114,8 +113,8 @@ extension EndUserFlows {
     /// `POST setPhone` (§5.16): stores the number unverified and texts a code (expires after
     /// `phoneCodeLifetime`, at most `maxCodeAttempts` wrong tries). The same number, already verified
     /// by the caller, answers true without an SMS. Counted against the app's daily SMS cap.
-    public func setPhone(accessToken: String?, fields: Fields) async throws {
-        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+    public func setPhone(caller: AuthenticatedCaller, fields: Fields) async throws {
+        let (app, user) = (caller.app, caller.user)
         let raw = try fields.require("phone")
         try requireActive(app)
         guard app.settings.twoFactorVerification == .phone else { throw EndUserError.phoneTwoFactorDisabled }
@@ -138,9 +137,9 @@ extension EndUserFlows {
     }
 
     /// `POST verifyPhone` (§5.17).
-    public func verifyPhone(accessToken: String?, fields: Fields) async throws {
+    public func verifyPhone(caller: AuthenticatedCaller, fields: Fields) async throws {
         let given = try fields.require("code")
-        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+        let (app, user) = (caller.app, caller.user)
         let code = try Input.code(given)
         try requireActive(app)
         enum Outcome { case verified, wrong, taken }
@@ -178,8 +177,8 @@ extension EndUserFlows {
     static func wantsOn(_ fields: Fields) -> Bool { fields["twoFactor"]?.lowercased() == "true" }
 
     /// `POST setTwoFactorPhoneVerification` (§5.18): phone 2FA only, in an app of mode `phone`.
-    public func setTwoFactorPhoneVerification(accessToken: String?, fields: Fields) async throws {
-        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+    public func setTwoFactorPhoneVerification(caller: AuthenticatedCaller, fields: Fields) async throws {
+        let (app, user) = (caller.app, caller.user)
         try requireActive(app)
         guard app.settings.twoFactorVerification == .phone else { throw EndUserError.phoneTwoFactorDisabled }
         let on = Self.wantsOn(fields)
@@ -194,8 +193,8 @@ extension EndUserFlows {
     /// `POST setTwoFactorGoogleVerification` (§5.19, §6.6): enabling makes a new secret every time,
     /// sealed at rest, answers it with a QR PNG of the otpauth URI, and e-mails both (template
     /// `qrCode`, PNG attached). Disabling keeps the secret, as legacy did.
-    public func setTwoFactorGoogleVerification(accessToken: String?, fields: Fields) async throws -> AuthenticatorSetup? {
-        let (app, user) = try await session(accessToken: accessToken, whenMissing: .invalidData)
+    public func setTwoFactorGoogleVerification(caller: AuthenticatedCaller, fields: Fields) async throws -> AuthenticatorSetup? {
+        let (app, user) = (caller.app, caller.user)
         try requireActive(app)
         guard app.settings.twoFactorVerification == .google else { throw EndUserError.googleTwoFactorDisabled }
         guard Self.wantsOn(fields) else {

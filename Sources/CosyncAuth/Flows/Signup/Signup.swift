@@ -18,8 +18,7 @@ struct PendingRaced: Error {}
 
 extension EndUserFlows {
     /// `POST signup` (§5.5, §6.1).
-    public func signup(appToken: String?, fields: Fields) async throws -> SignupOutcome {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func signup(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
         let handle = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
         try requireActive(app)
@@ -30,7 +29,7 @@ extension EndUserFlows {
         guard app.settings.locales.contains(locale) else { throw EndUserError.invalidData }
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidMetadata }
         let metadata = app.settings.metaData.isEmpty ? [:] : try Metadata.filter(parsed ?? [:], fields: app.settings.metaData)
-        if try await client.withConnection({ try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger) }) != nil {
+        if try await client.withConnection({ try await UserStore.user($0, appRef: app.ref, handle: handle, logger: logger) }) != nil {
             throw EndUserError.handleAlreadyRegistered
         }
 
@@ -51,12 +50,12 @@ extension EndUserFlows {
         // the new password and metadata. The bcrypt hash is made only then.
         let flow = app.settings.signupFlow
         let live = try await client.withConnection {
-            try await EndUserStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
+            try await PendingStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
         }.map { isLive($0) } ?? false
         let hash = live ? nil : try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         do {
             try await client.transaction(logger: logger) { db in
-                let pending = try await EndUserStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)
+                let pending = try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)
                 let code: String
                 if let pending, isLive(pending), let sealed = pending.codeSealed,
                     let existing = try? box.openString(sealed, purpose: "signup-code:\(pending.id)")
@@ -72,10 +71,10 @@ extension EndUserFlows {
                     // after our first look (then `hash` is nil): that one stands.
                     guard let hash else { throw PendingRaced() }
                     guard try await takeCodeMail(db, app: app, handle: handle) else { throw EndUserError.rateLimited }
-                    if let pending { try await EndUserStore.markExpired(db, .signups, id: pending.id, logger: logger) }
+                    if let pending { try await PendingStore.markExpired(db, .signups, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
                     let id = UUID()
-                    try await EndUserStore.insertSignup(
+                    try await PendingStore.insertSignup(
                         db, id: id, appRef: app.ref, handle: handle, passwordHash: hash,
                         codeSealed: try sealCode(code, purpose: "signup-code:\(id)"), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
@@ -87,7 +86,7 @@ extension EndUserFlows {
                     try await outbox.email(
                         db, app: app, template: "signUp", locale: mailLocale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
                 } else {
-                    let link = signupLink(app: app, handle: handle, code: code, appToken: appToken ?? "")
+                    let link = signupLink(app: app, handle: handle, code: code, appToken: presentedAppToken)
                     try await outbox.email(
                         db, app: app, template: "signUpLink", locale: mailLocale, to: handle,
                         values: ["HANDLE": handle, "CODE": code, "LINK": link], logger: logger)
@@ -104,19 +103,19 @@ extension EndUserFlows {
     }
 
     /// A pending signup or invite whose code can still complete it.
-    func isLive(_ pending: EndUserStore.Pending) -> Bool {
+    func isLive(_ pending: PendingStore.Pending) -> Bool {
         pending.attempts < settings.maxCodeAttempts && pending.expiresAt > Date() && pending.codeSealed != nil
     }
 
     /// One signup or invite e-mail of a handle (new code or re-send), within `codeMailsPerHandlePerHour`.
-    func takeCodeMail(_ db: PostgresConnection, app: AppRow, handle: String) async throws -> Bool {
+    func takeCodeMail(_ db: PostgresConnection, app: App, handle: String) async throws -> Bool {
         try await ThrottleStore.take(
             db, appRef: app.ref, subject: "code-mail:\(handle)", limit: settings.codeMailsPerHandlePerHour, windowSeconds: 3600,
             logger: logger)
     }
 
     /// `<public URL>/api/appuser/completeSignup?appToken=…&handle=…&code=…`, every value percent-encoded.
-    func signupLink(app: AppRow, handle: String, code: String, appToken: String) -> String {
+    func signupLink(app: App, handle: String, code: String, appToken: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         func enc(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s }
@@ -124,34 +123,34 @@ extension EndUserFlows {
     }
 
     private enum CodeCheck {
-        case ok(User, EndUserStore.Pending)
+        case ok(User, PendingStore.Pending)
         case failed(EndUserError)
     }
 
     /// `POST completeSignup` (§5.6) and the link's `GET completeSignup` (§5.7).
-    public func completeSignup(app: AppRow, fields: Fields) async throws -> CompletedSignup {
+    public func completeSignup(app: App, fields: Fields) async throws -> CompletedSignup {
         let handle = Input.handle(try fields.require("handle"))
         let code = try Input.code(try fields.require("code"))
         try requireActive(app)
         guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }
         // Wrong codes are counted in a transaction that commits; the error is thrown afterwards.
         let check: CodeCheck = try await client.transaction(logger: logger) { db in
-            guard let pending = try await EndUserStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger) else {
-                let verified = try await EndUserStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
-                let existing = try await EndUserStore.user(db, appRef: app.ref, handle: handle, logger: logger)
+            guard let pending = try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger) else {
+                let verified = try await PendingStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
+                let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger)
                 if verified || existing != nil { return .failed(.handleAlreadyRegistered) }
                 return .failed(.invalidData)
             }
             guard pending.attempts < settings.maxCodeAttempts else { return .failed(.invalidData) }
             guard codeMatches(code, sealed: pending.codeSealed, purpose: "signup-code:\(pending.id)") else {
-                try await EndUserStore.countFailedCode(db, .signups, id: pending.id, logger: logger)
+                try await PendingStore.countFailedCode(db, .signups, id: pending.id, logger: logger)
                 try await audit(db, app: app, handle: handle, action: "completeSignup", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed(.invalidData)
             }
             guard pending.expiresAt > Date() else { return .failed(.signupCodeExpired) }
             let user = try await insertUser(
                 db, app: app, handle: handle, passwordHash: pending.passwordHash, locale: pending.locale, metadata: pending.metadata)
-            try await EndUserStore.markVerified(db, .signups, id: pending.id, logger: logger)
+            try await PendingStore.markVerified(db, .signups, id: pending.id, logger: logger)
             try await outbox.email(db, app: app, template: "signUpSuccess", locale: pending.locale, to: handle, values: ["HANDLE": handle], logger: logger)
             try await audit(db, app: app, handle: handle, action: "completeSignup")
             return .ok(user, pending)

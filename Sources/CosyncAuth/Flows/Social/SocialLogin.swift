@@ -10,7 +10,7 @@ extension EndUserFlows {
     }
 
     /// The app's audiences for a provider, or the 415/416 gate when the provider is off or unset.
-    static func audiences(_ app: AppRow, _ provider: SocialProvider, gate: Bool = true) throws(EndUserError) -> [String] {
+    static func audiences(_ app: App, _ provider: SocialProvider, gate: Bool = true) throws(EndUserError) -> [String] {
         let s = app.settings
         let (enabled, list, refusal): (Bool, String, EndUserError) = switch provider {
         case .apple: (s.appleLoginEnabled, s.appleBundleId, .appleLoginDisabled)
@@ -38,8 +38,7 @@ extension EndUserFlows {
     }
 
     /// `POST socialLogin` (§5.10), also `appleLogin` / `googleLogin` (§5.25).
-    public func socialLogin(appToken: String?, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func socialLogin(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
         let token = try fields.require("token")
         let provider = try Self.provider(fields, implied: implied)
         let audiences = try Self.audiences(app, provider)
@@ -84,7 +83,7 @@ extension EndUserFlows {
         try requireActiveUser(user)
         let issued = try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google)
         try await client.withConnection { db in
-            try await EndUserStore.touchLastLogin(db, userId: user.id, logger: logger)
+            try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "socialLogin", detail: ["provider": .string(provider.rawValue)])
         }
         return issued
@@ -92,15 +91,14 @@ extension EndUserFlows {
 
     /// `POST socialSignup` (§5.11), also `appleSignup` / `googleSignup` (§5.25). Like legacy it does
     /// not check `signupEnabled`.
-    public func socialSignup(appToken: String?, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
-        let app = try await app(token: appToken, whenMissing: .invalidAppToken)
+    public func socialSignup(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
         let token = try fields.require("token")
         let provider = try Self.provider(fields, implied: implied)
         let handle = Input.handle(try fields.require("handle"))
         let audiences = try Self.audiences(app, provider)
         try requireActive(app)
         if let existing = try await client.withConnection({
-            try await EndUserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
+            try await UserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
         }) {
             throw Self.accountExists(existing)
         }
@@ -141,7 +139,7 @@ extension EndUserFlows {
     /// deleteAccount's token mode (§5.24): the token must be one of the user's own provider accounts
     /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
     /// the account is a destructive step that needs a recent sign-in.
-    func verifyOwnSocialToken(app: AppRow, user: User, token: String) async throws -> Bool {
+    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> Bool {
         let identities = try await client.withConnection { try await IdentityStore.list($0, appRef: app.ref, userId: user.id, logger: logger) }
         let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == p.rawValue } }
         guard !providers.isEmpty else { throw EndUserError.invalidData }
