@@ -23,6 +23,27 @@ struct EndUserRulesTests {
     /// Test set-up through the real database, with bound parameters.
     func sql(_ query: PostgresQuery) async throws { try await TestEnvironment.sql(query) }
 
+    @Test("the credential is resolved at the edge in the contract's order: body, then token; a field the contract checks first still wins")
+    func credentialPrecedence() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none")])
+            let bogus = "not-a-token"
+            // verifyPhone checks `code` before the token; setUserMetadata checks `metaData` first.
+            #expect(try await sdk.post("/api/appuser/verifyPhone", [], accessToken: bogus).object["code"] == .int(403))
+            #expect(try await sdk.post("/api/appuser/setUserMetadata", [("metaData", "{not json")], accessToken: bogus).object["code"] == .int(602))
+            // With those fields present, the bad token decides.
+            #expect(try await sdk.post("/api/appuser/verifyPhone", [("code", "123456")], accessToken: bogus).object["code"] == .int(405))
+            #expect(try await sdk.post("/api/appuser/setUserMetadata", [("metaData", "{}")], accessToken: bogus).object["code"] == .int(405))
+            // Every other access-token endpoint checks the token before its fields.
+            #expect(try await sdk.post("/api/appuser/setUserName", [], accessToken: bogus).object["code"] == .int(405))
+            #expect(try await sdk.post("/api/appuser/setPhone", [], accessToken: bogus).object["code"] == .int(405))
+            // No token at all: the endpoint's own code.
+            #expect(try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], withAppToken: false).object["code"] == .int(403))
+            #expect(try await sdk.post("/api/appuser/changePassword", [("password", "a")], withAppToken: false).object["code"] == .int(602))
+            #expect(try await sdk.post("/api/appuser/login", [("handle", "a@b.c")], withAppToken: false).object["code"] == .int(400))
+        }
+    }
+
     @Test("every app setting changes behaviour as the spec says")
     func settingsHonoured() async throws {
         try await TestEnvironment.withLiveServer { api in

@@ -7,15 +7,15 @@ struct AppRoutes {
     let services: CosyncServices
     var auth: AdminAuthorization { AdminAuthorization(services: services) }
 
-    func register(on admin: RouterGroup<ServerRequestContext>) {
+    func register(on admin: RouterGroup<ServerRequestContext>, app: RouterGroup<ServerRequestContext>) {
         admin.post("apps", use: create)
         admin.get("apps", use: list)
-        admin.get("apps/:appId", use: show)
-        admin.patch("apps/:appId", use: update)
-        admin.delete("apps/:appId", use: delete)
-        admin.post("apps/:appId/app-token/rotate", use: rotateToken)
-        admin.post("apps/:appId/app-secret/rotate", use: rotateSecret)
-        admin.post("apps/:appId/keys/rotate", use: rotateKeys)
+        app.get("", use: show)
+        app.patch("", use: update)
+        app.delete("", use: delete)
+        app.post("app-token/rotate", use: rotateToken)
+        app.post("app-secret/rotate", use: rotateSecret)
+        app.post("keys/rotate", use: rotateKeys)
     }
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -38,14 +38,12 @@ struct AppRoutes {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         return JSONBody.response(try await services.apps.view(appId: appId).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let patch = try await JSONBody.object(request, context: context)
         if case .appDeveloper = principal, patch["status"] != nil {
             throw AdminError(status: .forbidden, code: "forbidden", message: "only the operator can change status", field: "status")
@@ -55,16 +53,14 @@ struct AppRoutes {
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await services.apps.delete(appId: appId, actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     /// Body (optional): `{"gracePeriodSeconds": 0…2592000}`: how long the old token keeps working.
     @Sendable func rotateToken(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context, allowEmpty: true)
         if let unknown = input.keys.sorted().first(where: { $0 != "gracePeriodSeconds" }) {
             throw AdminError.from(.invalid(FieldError(unknown, "unknown_field", "is not accepted here")))
@@ -85,16 +81,14 @@ struct AppRoutes {
     }
 
     @Sendable func rotateSecret(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let secret = try await services.apps.rotateAppSecret(appId: appId, actor: principal.auditName)
         return JSONBody.response(["appId": .string(appId), "appSecret": .string(secret)])
     }
 
     /// Body (optional): `{"retireAfterHours": 0…8760}`; default: the app's userJWTExpiration.
     @Sendable func rotateKeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context, allowEmpty: true)
         if let unknown = input.keys.sorted().first(where: { $0 != "retireAfterHours" }) {
             throw AdminError.from(.invalid(FieldError(unknown, "unknown_field", "is not accepted here")))

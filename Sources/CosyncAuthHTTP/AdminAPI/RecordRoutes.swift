@@ -4,24 +4,22 @@ import Hummingbird
 /// `/admin/v1/apps/{appId}/{signups,invites,email-templates,messages,logs}`.
 struct RecordRoutes {
     let services: CosyncServices
-    var auth: AdminAuthorization { AdminAuthorization(services: services) }
 
-    func register(on admin: RouterGroup<ServerRequestContext>) {
-        admin.get("apps/:appId/signups") { try await listPending(.signups, $0, $1) }
-        admin.delete("apps/:appId/signups/:id") { try await deletePending(.signups, $0, $1) }
-        admin.get("apps/:appId/invites") { try await listPending(.invites, $0, $1) }
-        admin.post("apps/:appId/invites", use: createInvite)
-        admin.delete("apps/:appId/invites/:id") { try await deletePending(.invites, $0, $1) }
-        admin.get("apps/:appId/email-templates/:template/:locale", use: showTemplate)
-        admin.put("apps/:appId/email-templates/:template/:locale", use: putTemplate)
-        admin.delete("apps/:appId/email-templates/:template/:locale", use: deleteTemplate)
-        admin.get("apps/:appId/messages", use: messages)
-        admin.get("apps/:appId/logs", use: logs)
+    func register(on app: RouterGroup<ServerRequestContext>) {
+        app.get("signups") { try await listPending(.signups, $0, $1) }
+        app.delete("signups/:id") { try await deletePending(.signups, $0, $1) }
+        app.get("invites") { try await listPending(.invites, $0, $1) }
+        app.post("invites", use: createInvite)
+        app.delete("invites/:id") { try await deletePending(.invites, $0, $1) }
+        app.get("email-templates/:template/:locale", use: showTemplate)
+        app.put("email-templates/:template/:locale", use: putTemplate)
+        app.delete("email-templates/:template/:locale", use: deleteTemplate)
+        app.get("messages", use: messages)
+        app.get("logs", use: logs)
     }
 
     func listPending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let query = AdminQuery(request: request)
         let page = try await services.records.pending(kind, appId: appId, limit: try query.limit(), cursor: query.cursor)
         return JSONBody.response([
@@ -31,8 +29,7 @@ struct RecordRoutes {
     }
 
     func deletePending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await services.records.deletePending(
             kind, appId: appId, id: context.parameters.get("id") ?? "", actor: principal.auditName)
         return Response(status: .noContent)
@@ -40,8 +37,7 @@ struct RecordRoutes {
 
     /// `{handle, locale?, metaData?}`: e-mails an invite code (sender `superuser`).
     @Sendable func createInvite(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let handle = try await services.flows.adminInvite(appId: appId, input: input, actor: principal.auditName)
         return JSONBody.response(["handle": .string(handle), "status": .string("pending")], status: .created)
@@ -52,15 +48,13 @@ struct RecordRoutes {
     }
 
     @Sendable func showTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let (name, locale) = templateKey(context)
         return JSONBody.response(try await services.records.template(appId: appId, name: name, locale: locale).json())
     }
 
     @Sendable func putTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let (name, locale) = templateKey(context)
         let view = try await services.records.putTemplate(
@@ -69,16 +63,14 @@ struct RecordRoutes {
     }
 
     @Sendable func deleteTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let (name, locale) = templateKey(context)
         try await services.records.deleteTemplate(appId: appId, name: name, locale: locale, actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let query = AdminQuery(request: request)
         let page = try await services.records.messages(
             appId: appId, to: try query.string("to", maxLength: 254), limit: try query.limit(), cursor: query.cursor)
@@ -89,8 +81,7 @@ struct RecordRoutes {
     }
 
     @Sendable func logs(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let query = AdminQuery(request: request)
         let page = try await services.records.logs(appId: appId, limit: try query.limit(), cursor: query.cursor)
         let entries: [JSONValue] = page.items.map { entry in

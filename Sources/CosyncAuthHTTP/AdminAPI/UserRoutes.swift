@@ -4,25 +4,23 @@ import Hummingbird
 /// `/admin/v1/apps/{appId}/users…`.
 struct UserRoutes {
     let services: CosyncServices
-    var auth: AdminAuthorization { AdminAuthorization(services: services) }
 
-    func register(on admin: RouterGroup<ServerRequestContext>) {
-        admin.get("apps/:appId/users", use: list)
-        admin.post("apps/:appId/users", use: create)
-        admin.get("apps/:appId/users/:userId", use: show)
-        admin.patch("apps/:appId/users/:userId", use: update)
-        admin.delete("apps/:appId/users/:userId", use: delete)
-        admin.post("apps/:appId/users/:userId/password", use: setPassword)
-        admin.get("apps/:appId/users/:userId/sessions", use: sessions)
-        admin.delete("apps/:appId/users/:userId/sessions", use: endAllSessions)
-        admin.delete("apps/:appId/users/:userId/sessions/:sessionId", use: endSession)
+    func register(on app: RouterGroup<ServerRequestContext>) {
+        app.get("users", use: list)
+        app.post("users", use: create)
+        app.get("users/:userId", use: show)
+        app.patch("users/:userId", use: update)
+        app.delete("users/:userId", use: delete)
+        app.post("users/:userId/password", use: setPassword)
+        app.get("users/:userId/sessions", use: sessions)
+        app.delete("users/:userId/sessions", use: endAllSessions)
+        app.delete("users/:userId/sessions/:sessionId", use: endSession)
     }
 
     func userId(_ context: ServerRequestContext) throws -> String { try context.pathParameter("userId", naming: "user") }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let query = AdminQuery(request: request)
         let page = try await services.users.list(
             appId: appId, query: try query.string("query"), limit: try query.limit(), cursor: query.cursor)
@@ -33,37 +31,32 @@ struct UserRoutes {
     }
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let user = try await services.users.create(appId: appId, input: input, actor: principal.auditName)
         return JSONBody.response(user.json(), status: .created)
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         return JSONBody.response(try await services.users.get(appId: appId, userId: try userId(context)).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let patch = try await JSONBody.object(request, context: context)
         let user = try await services.users.update(appId: appId, userId: try userId(context), patch: patch, actor: principal.auditName)
         return JSONBody.response(user.json())
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await services.users.delete(appId: appId, userId: try userId(context), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func setPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         try await services.users.setPassword(appId: appId, userId: try userId(context), input: input, actor: principal.auditName)
         return Response(status: .noContent)
@@ -72,15 +65,13 @@ struct UserRoutes {
     // MARK: sessions
 
     @Sendable func sessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let sessions = try await services.users.sessions(appId: appId, userId: try userId(context))
         return JSONBody.response(["sessions": .array(sessions.map { .object($0.json()) })])
     }
 
     @Sendable func endSession(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await services.users.endSession(
             appId: appId, userId: try userId(context), sessionId: try context.pathParameter("sessionId", naming: "session"),
             actor: principal.auditName)
@@ -88,8 +79,7 @@ struct UserRoutes {
     }
 
     @Sendable func endAllSessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let ended = try await services.users.endAllSessions(appId: appId, userId: try userId(context), actor: principal.auditName)
         return JSONBody.response(["revokedSessions": .int(ended)])
     }
@@ -98,36 +88,32 @@ struct UserRoutes {
 /// `/admin/v1/apps/{appId}/users/{userId}/identities…` and `…/upgrade`.
 struct IdentityRoutes {
     let services: CosyncServices
-    var auth: AdminAuthorization { AdminAuthorization(services: services) }
 
-    func register(on admin: RouterGroup<ServerRequestContext>) {
-        admin.get("apps/:appId/users/:userId/identities", use: list)
-        admin.post("apps/:appId/users/:userId/identities", use: link)
-        admin.delete("apps/:appId/users/:userId/identities/:identityId", use: detach)
-        admin.post("apps/:appId/users/:userId/upgrade", use: upgrade)
-        admin.get("apps/:appId/users/:userId/passkeys", use: passkeys)
-        admin.delete("apps/:appId/users/:userId/passkeys/:passkeyId", use: removePasskey)
-        admin.post("apps/:appId/users/:userId/passkey-reset", use: resetPasskeys)
+    func register(on app: RouterGroup<ServerRequestContext>) {
+        app.get("users/:userId/identities", use: list)
+        app.post("users/:userId/identities", use: link)
+        app.delete("users/:userId/identities/:identityId", use: detach)
+        app.post("users/:userId/upgrade", use: upgrade)
+        app.get("users/:userId/passkeys", use: passkeys)
+        app.delete("users/:userId/passkeys/:passkeyId", use: removePasskey)
+        app.post("users/:userId/passkey-reset", use: resetPasskeys)
     }
 
     @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let (expires, removed) = try await AppKeyFlows(flows: services.flows).resetPasskeys(
             appId: appId, userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
         return JSONBody.response(["resetExpiresAt": .string(ISO8601.milliseconds(expires)), "passkeysRemoved": .int(removed)])
     }
 
     @Sendable func passkeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let passkeys = try await services.users.passkeys(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["passkeys": .array(passkeys.map { .object($0.adminJSON()) })])
     }
 
     @Sendable func removePasskey(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await services.users.removePasskey(
             appId: appId, userId: try context.pathParameter("userId", naming: "user"),
             passkeyId: try context.pathParameter("passkeyId", naming: "passkey"), actor: principal.auditName)
@@ -135,15 +121,13 @@ struct IdentityRoutes {
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let identities = try await services.users.identities(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["identities": .array(identities.map { .object($0.json()) })])
     }
 
     @Sendable func link(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let identity = try await services.users.linkIdentity(
             appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)
@@ -151,8 +135,7 @@ struct IdentityRoutes {
     }
 
     @Sendable func detach(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let flag = try AdminQuery(request: request).string("deleteAccount")
         guard flag == nil || flag == "true" || flag == "false" else {
             throw AdminError(status: .badRequest, code: "invalid_parameter", message: "deleteAccount must be true or false", field: "deleteAccount")
@@ -164,8 +147,7 @@ struct IdentityRoutes {
     }
 
     @Sendable func upgrade(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let user = try await services.users.upgrade(
             appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)

@@ -4,35 +4,32 @@ import Hummingbird
 /// `/admin/v1/apps/{appId}/webhooks…`: the app's webhook endpoints, their attempt log and replays.
 struct WebhookRoutes {
     let services: CosyncServices
-    var auth: AdminAuthorization { AdminAuthorization(services: services) }
     var webhooks: WebhookAdministration { services.webhooks }
 
-    func register(on admin: RouterGroup<ServerRequestContext>) {
-        admin.get("apps/:appId/webhooks", use: list)
-        admin.post("apps/:appId/webhooks", use: create)
-        admin.get("apps/:appId/webhooks/:webhookId", use: show)
-        admin.patch("apps/:appId/webhooks/:webhookId", use: update)
-        admin.delete("apps/:appId/webhooks/:webhookId", use: delete)
-        admin.post("apps/:appId/webhooks/:webhookId/disable", use: disable)
-        admin.post("apps/:appId/webhooks/:webhookId/rotate-secret", use: rotateSecret)
-        admin.get("apps/:appId/webhooks/:webhookId/attempts", use: attempts)
-        admin.post("apps/:appId/webhooks/:webhookId/messages/:messageId/replay", use: replayMessage)
-        admin.post("apps/:appId/webhooks/:webhookId/replay", use: replaySince)
+    func register(on app: RouterGroup<ServerRequestContext>) {
+        app.get("webhooks", use: list)
+        app.post("webhooks", use: create)
+        app.get("webhooks/:webhookId", use: show)
+        app.patch("webhooks/:webhookId", use: update)
+        app.delete("webhooks/:webhookId", use: delete)
+        app.post("webhooks/:webhookId/disable", use: disable)
+        app.post("webhooks/:webhookId/rotate-secret", use: rotateSecret)
+        app.get("webhooks/:webhookId/attempts", use: attempts)
+        app.post("webhooks/:webhookId/messages/:messageId/replay", use: replayMessage)
+        app.post("webhooks/:webhookId/replay", use: replaySince)
     }
 
     func webhookId(_ context: ServerRequestContext) -> String { context.parameters.get("webhookId") ?? "" }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let endpoints = try await webhooks.list(appId: appId)
         return JSONBody.response(["webhooks": .array(endpoints.map { .object($0.json()) }), "nextCursor": .null])
     }
 
     /// The answer of a create: the endpoint and its secret, which is shown only here (and on rotation).
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let (endpoint, secret) = try await webhooks.create(appId: appId, input: input, actor: principal.auditName)
         var body = endpoint.json()
@@ -41,35 +38,30 @@ struct WebhookRoutes {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         return JSONBody.response(try await webhooks.get(appId: appId, id: webhookId(context)).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let patch = try await JSONBody.object(request, context: context)
         let endpoint = try await webhooks.update(appId: appId, id: webhookId(context), patch: patch, actor: principal.auditName)
         return JSONBody.response(endpoint.json())
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         try await webhooks.delete(appId: appId, id: webhookId(context), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func disable(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         return JSONBody.response(try await webhooks.disable(appId: appId, id: webhookId(context), actor: principal.auditName).json())
     }
 
     @Sendable func rotateSecret(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let (endpoint, secret) = try await webhooks.rotateSecret(appId: appId, id: webhookId(context), actor: principal.auditName)
         return JSONBody.response([
             "webhookId": .string(endpoint.id.uuidString.lowercased()), "secret": .string(secret),
@@ -78,8 +70,7 @@ struct WebhookRoutes {
     }
 
     @Sendable func attempts(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        _ = try await auth.requireApp(request, appId: appId)
+        let appId = try context.appScope().appId
         let query = AdminQuery(request: request)
         let page = try await webhooks.attempts(appId: appId, id: webhookId(context), limit: try query.limit(), cursor: query.cursor)
         return JSONBody.response([
@@ -89,16 +80,14 @@ struct WebhookRoutes {
     }
 
     @Sendable func replayMessage(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let messageId = context.parameters.get("messageId") ?? ""
         try await webhooks.replay(appId: appId, id: webhookId(context), messageId: messageId, actor: principal.auditName)
         return JSONBody.response(["messageId": .string(messageId), "status": .string("pending")], status: .accepted)
     }
 
     @Sendable func replaySince(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appIdParameter()
-        let principal = try await auth.requireApp(request, appId: appId)
+        let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
         let count = try await webhooks.replay(appId: appId, id: webhookId(context), input: input, actor: principal.auditName)
         return JSONBody.response(["replayed": .int(count)], status: .accepted)

@@ -35,7 +35,7 @@ struct EndUserRoutes {
         api.post("resetPassword", use: appAction(missing: .missingParameter) { try await $0.resetPassword(app: $1, fields: $2, clientAddress: $3) })
         api.post("changePassword", use: userAction(missing: .invalidData) { try await $0.changePassword(caller: $1, fields: $2, clientAddress: $3) })
         api.get("getUser", use: getUser)
-        api.post("setUserMetadata", use: setUserMetadata)
+        api.post("setUserMetadata", use: lazyUserAction(missing: .missingParameter) { try await $0.setUserMetadata(caller: $1, fields: $2) })
         api.post("setUserName", use: userAction(missing: .missingParameter) { try await $0.setUserName(caller: $1, fields: $2) })
         api.get("userNameAvailable", use: userNameAvailable)
         api.post("setLocale", use: userAction(missing: .missingParameter) { try await $0.setLocale(caller: $1, fields: $2) })
@@ -48,7 +48,7 @@ struct EndUserRoutes {
         api.post("appleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .apple) })
         api.post("googleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .google) })
         api.post("setPhone", use: userAction(missing: .invalidData) { try await $0.setPhone(caller: $1, fields: $2) })
-        api.post("verifyPhone", use: userAction(missing: .invalidData) { try await $0.verifyPhone(caller: $1, fields: $2) })
+        api.post("verifyPhone", use: lazyUserAction(missing: .invalidData) { try await $0.verifyPhone(caller: $1, fields: $2) })
         api.post("setTwoFactorPhoneVerification", use: userAction(missing: .invalidData) { try await $0.setTwoFactorPhoneVerification(caller: $1, fields: $2) })
         api.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
     }
@@ -159,6 +159,21 @@ struct EndUserRoutes {
         userAction(missing: missing) { flows, caller, fields, _ in try await action(flows, caller, fields) }
     }
 
+    /// A TRUE-body endpoint whose contract checks a field before the `access-token`: the flow gets a
+    /// resolver to call once that field passed.
+    func lazyUserAction(
+        missing: EndUserError,
+        _ action: @escaping @Sendable (EndUserFlows, () async throws -> AuthenticatedCaller, Fields) async throws -> Void
+    ) -> Handler {
+        let (flows, resolver) = (self.flows, services.resolver)
+        return { request, context in
+            let fields = try await Self.fields(request, context: context)
+            let token = Self.accessToken(request)
+            try await action(flows, { try await resolver.caller(accessToken: token, whenMissing: missing) }, fields)
+            return Self.trueBody()
+        }
+    }
+
     /// A TRUE-body endpoint authenticated by the `app-token` (limits counted per client address).
     func appAction(
         missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, App, Fields, String?) async throws -> Void
@@ -242,14 +257,6 @@ struct EndUserRoutes {
     @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
         return JSONBody.response(try await flows.getUser(caller: caller))
-    }
-
-    /// The contract checks `metaData` before the token: the caller is resolved when the flow asks.
-    @Sendable func setUserMetadata(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await Self.fields(request, context: context)
-        let (resolver, token) = (services.resolver, Self.accessToken(request))
-        try await flows.setUserMetadata(caller: { try await resolver.caller(accessToken: token, whenMissing: .missingParameter) }, fields: fields)
-        return Self.trueBody()
     }
 
     @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {

@@ -24,11 +24,14 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "admin "))
     let document = OpenAPIDocument.document()
     admin.get("openapi.json") { _, _ in JSONBody.response(document) }
-    AppRoutes(services: services).register(on: admin)
-    UserRoutes(services: services).register(on: admin)
-    IdentityRoutes(services: services).register(on: admin)
-    RecordRoutes(services: services).register(on: admin)
-    WebhookRoutes(services: services).register(on: admin)
+    // Every route under apps/{appId}: the authenticator puts the principal (and the app) into the
+    // context before the handler runs.
+    let app = admin.group("apps/:appId").add(middleware: AppAuthenticator(services: services))
+    AppRoutes(services: services).register(on: admin, app: app)
+    UserRoutes(services: services).register(on: app)
+    IdentityRoutes(services: services).register(on: app)
+    RecordRoutes(services: services).register(on: app)
+    WebhookRoutes(services: services).register(on: app)
     return router
 }
 

@@ -6,6 +6,8 @@ public struct ServerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer's IP address (login throttling counts failures per address).
     public let remoteAddress: String?
+    /// Set by `AppAuthenticator` on every admin route under `apps/{appId}`.
+    var adminScope: AdminAppScope?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

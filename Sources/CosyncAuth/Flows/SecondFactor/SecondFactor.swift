@@ -137,8 +137,10 @@ extension EndUserFlows {
     }
 
     /// `POST verifyPhone` (§5.17).
-    public func verifyPhone(caller: AuthenticatedCaller, fields: Fields) async throws {
+    /// The contract checks `code` before the token, so the caller is resolved only after it.
+    public func verifyPhone(caller resolve: () async throws -> AuthenticatedCaller, fields: Fields) async throws {
         let given = try fields.require("code")
+        let caller = try await resolve()
         let (app, user) = (caller.app, caller.user)
         let code = try Input.code(given)
         try requireActive(app)

@@ -43,9 +43,12 @@ struct AdminAuthorization: Sendable {
     /// The operator, or the secret of the app named in the path. While that app is suspended its
     /// secret may only read (GET/HEAD): anything else is 403 `app_suspended`. The operator may do
     /// everything, un-suspending included.
-    func requireApp(_ request: Request, appId: String) async throws -> AdminPrincipal {
+    /// Returns the principal and the app (nil when the operator names an app that does not exist).
+    func requireApp(_ request: Request, appId: String) async throws -> (AdminPrincipal, App?) {
         let token = try bearer(request)
-        if await services.operatorToken.matches(token) { return .appOperator }
+        if await services.operatorToken.matches(token) {
+            return (.appOperator, AppAdministration.isAppId(appId) ? try await services.apps.cachedApp(appId: appId) : nil)
+        }
         if let owner = try await services.apps.app(forSecret: token) {
             guard owner.appId == appId else {
                 throw AdminError(status: .forbidden, code: "forbidden", message: "this app secret belongs to another app")
@@ -53,7 +56,7 @@ struct AdminAuthorization: Sendable {
             if owner.status == AppState.Status.suspended.rawValue, request.method != .get, request.method != .head {
                 throw AdminError(status: .forbidden, code: "app_suspended", message: "the app is suspended: its secret may only read")
             }
-            return .appDeveloper(appId: appId)
+            return (.appDeveloper(appId: appId), try await services.apps.cachedApp(appId: appId))
         }
         throw AdminError(status: .unauthorized, code: "unauthenticated", message: "the token is not valid")
     }

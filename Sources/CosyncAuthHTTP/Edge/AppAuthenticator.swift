@@ -1,0 +1,39 @@
+import CosyncAuth
+import Hummingbird
+
+/// What `AppAuthenticator` resolved for an admin request under `apps/{appId}`.
+struct AdminAppScope: Sendable {
+    let appId: String
+    let principal: AdminPrincipal
+    /// The app, when it exists (the operator may name an app that does not: the handler answers 404).
+    let app: App?
+
+    var parts: (appId: String, principal: AdminPrincipal) { (appId, principal) }
+}
+
+/// The authenticator middleware of the admin routes under `apps/{appId}`: checks the bearer (the
+/// operator token, or the secret of that very app; a suspended app's secret may only read) and puts
+/// the principal and the app into the request context, so handlers start from a resolved principal.
+struct AppAuthenticator: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let services: CosyncServices
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let appId = try context.appIdParameter()
+        let (principal, app) = try await AdminAuthorization(services: services).requireApp(request, appId: appId)
+        var context = context
+        context.adminScope = AdminAppScope(appId: appId, principal: principal, app: app)
+        return try await next(request, context)
+    }
+}
+
+extension ServerRequestContext {
+    /// The principal and app `AppAuthenticator` resolved; a route outside its group has none (a
+    /// programming error, answered 500 rather than served unauthenticated).
+    func appScope() throws -> AdminAppScope {
+        guard let adminScope else {
+            throw AdminError(status: .internalServerError, code: "internal", message: "the route has no authenticated app scope")
+        }
+        return adminScope
+    }
+}
