@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import _CryptoExtras
 
-/// The legacy server's at-rest encryption (admin-and-legacy.md §3.9): key = SHA-256 of the
+/// The legacy server's at-rest encryption (<doc:LegacyImport> §3.9): key = SHA-256 of the
 /// encryptKey text, AES-256-CTR with a 16-byte IV as the whole initial counter block, stored as
 /// base64(IV ‖ ciphertext). There is no MAC: a wrong key decrypts to garbage, so every field is
 /// checked against the shape its plaintext must have.
@@ -43,7 +43,7 @@ public struct LegacyCipher: Sendable {
         return plain
     }
 
-    // MARK: plaintext shapes (§3.9)
+    // MARK: plaintext shapes (<doc:LegacyImport> §3.9)
 
     /// base64 of a PEM text.
     public static func isBase64PEM(_ text: String) -> Bool {

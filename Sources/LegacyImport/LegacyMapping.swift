@@ -64,7 +64,7 @@ enum LegacyMapping {
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
-    /// Handles are trimmed and lower-cased; in an e-mail handle a space was a `+` (§1.3, §11.3).
+    /// Handles are trimmed and lower-cased; in an e-mail handle a space was a `+` (<doc:EndUserAPI> §1.3, §11.3).
     /// `ANON_` handles are matched exactly by loginAnonymous and stay as they are.
     static func handle(_ raw: String) -> String {
         if raw.contains("ANON_") { return raw.trimmingCharacters(in: .whitespacesAndNewlines) }
@@ -143,7 +143,7 @@ enum LegacyMapping {
             notes: notes)
     }
 
-    /// Every legacy setting the end-user API reads (admin-and-legacy.md §2.1), defaults where absent.
+    /// Every legacy setting the end-user API reads (<doc:LegacyImport> §2.1), defaults where absent.
     static func settings(_ doc: LegacyDocument) -> (AppSettings, [String]) {
         var s = AppSettings()
         var notes: [String] = []

@@ -73,7 +73,7 @@ extension LegacyImporter {
         return Date(timeIntervalSince1970: 0)
     }
 
-    /// Maps a legacy user document (admin-and-legacy.md §3.2) or refuses it.
+    /// Maps a legacy user document (<doc:LegacyImport> §3.2) or refuses it.
     func userRow(_ index: Int, _ doc: LegacyDocument, bytes: ArraySlice<UInt8>, _ notes: inout Notes) throws -> UserRow? {
         guard let (app, ref) = owner("users", doc, &notes) else { return nil }
         let legacyId = doc.id ?? ""
@@ -409,7 +409,7 @@ extension LegacyImporter {
 
     // MARK: reset codes
 
-    /// Legacy pending reset codes (§3.5: they never expired) are carried, each valid for
+    /// Legacy pending reset codes (<doc:LegacyImport> §3.5: they never expired) are carried, each valid for
     /// `resetCodeLifetime` from the import; the user types the handle or user name the legacy row
     /// holds, with the e-mailed code. A code an earlier import carried is never carried again (used or
     /// expired here, it stays gone).

@@ -3,7 +3,7 @@ import CosyncAuth
 import Foundation
 import ZIPFoundation
 
-/// The legacy server's per-app export ZIP (admin-and-legacy.md §5.1: five CSV files), turned into
+/// The legacy server's per-app export ZIP (<doc:LegacyImport> §5.1: five CSV files), turned into
 /// the mongoexport-shaped folder the importer reads. The ZIP is lossy; `losses` says what, per
 /// field, and the README lists it.
 public enum LegacyZipExport {

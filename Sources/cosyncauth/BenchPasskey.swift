@@ -5,7 +5,7 @@ import Foundation
 
 /// `cosyncauth bench-passkey`: passkey assertion verifications per second (ES256, what `loginComplete`
 /// and `verifyComplete` run: base64url decoding, clientDataJSON and authenticatorData parsing, the
-/// checks of spec §7.5 and the P-256 signature) next to the raw P-256 verify ceiling of this machine,
+/// checks of spec <doc:AppKeyAPI> §7.5 and the P-256 signature) next to the raw P-256 verify ceiling of this machine,
 /// both measured in this run with the same number of workers (one per core by default).
 struct BenchPasskey: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,4 @@
-/// Every non-secret setting of an app, with the legacy defaults (admin-and-legacy.md §2.1). Stored as
+/// Every non-secret setting of an app, with the legacy defaults (<doc:LegacyImport> §2.1). Stored as
 /// one jsonb document; a key missing from a stored document takes its default, so adding a setting
 /// needs no data migration.
 public struct AppSettings: Codable, Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// The legacy server's locale list (upper-case two-letter codes; admin-and-legacy.md Appendix B).
+/// The legacy server's locale list (upper-case two-letter codes; <doc:LegacyImport> Appendix B).
 /// Only these codes may appear in an app's `locales`; `EN` is mandatory and always first.
 public enum Locales {
     public static let known: Set<String> = Set(

@@ -1,5 +1,5 @@
 /// One metadata field descriptor of an app's `metaData` or `metaDataInvite` schema
-/// (admin-and-legacy.md §2.2): `path` is both the dotted path inside the user's metadata and the JWT
+/// (<doc:LegacyImport> §2.2): `path` is both the dotted path inside the user's metadata and the JWT
 /// claim path.
 public struct MetaDataField: Codable, Sendable, Equatable {
     public var id: JSONValue?
@@ -18,7 +18,7 @@ public struct MetaDataField: Codable, Sendable, Equatable {
 
     public var pathComponents: [String] { path.split(separator: ".").map(String.init) }
 
-    /// Registered JWT claims a metadata path must not overwrite (the legacy server let it: §8 B7).
+    /// Registered JWT claims a metadata path must not overwrite (the legacy server let it: <doc:LegacyImport> §8 B7).
     static let reservedClaims: Set<String> = ["aud", "sub", "exp", "iat", "nbf", "iss", "jti"]
 
     /// Validates one descriptor given as JSON. `field` names it in errors, e.g. `metaData[2].path`.

@@ -1,4 +1,4 @@
-/// A per-app, per-locale message template (admin-and-legacy.md §6). Placeholders: `%CODE%`,
+/// A per-app, per-locale message template (<doc:LegacyImport> §6). Placeholders: `%CODE%`,
 /// `%HANDLE%`, `%APP_NAME%`, `%LINK%`. For `sms` the `html` field is the SMS text.
 public struct EmailTemplate: Sendable, Equatable, Codable {
     public var subject: String

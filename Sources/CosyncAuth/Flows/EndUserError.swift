@@ -1,5 +1,5 @@
 /// What can go wrong in an end-user flow. Flows throw these; the end-user API maps each to its legacy
-/// numeric code in one table (enduser-api.md §3.1).
+/// numeric code in one table (<doc:EndUserAPI> §3.1).
 public enum EndUserError: Error, Equatable, Sendable {
     case invalidAppToken            // 400
     case appNotFound                // 401

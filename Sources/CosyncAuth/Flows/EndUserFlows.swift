@@ -7,7 +7,7 @@ public struct FlowSettings: Sendable {
     public var signupCodeLifetime: Int = 24 * 3600
     public var inviteCodeLifetime: Int = 24 * 3600
     public var resetCodeLifetime: Int = 3600
-    /// Life of a login-token and of its SMS code (§7.4).
+    /// Life of a login-token and of its SMS code (<doc:EndUserAPI> §7.4).
     public var loginCodeLifetime: Int = 600
     /// Life of a phone-verification code.
     public var phoneCodeLifetime: Int = 30 * 60
@@ -48,7 +48,7 @@ public enum LoginOutcome: Sendable, Equatable {
     case secondFactor(loginToken: String)
 }
 
-/// The end-user flows (enduser-api.md §5, §6). Each method takes decoded fields and returns a result
+/// The end-user flows (<doc:EndUserAPI> §5, <doc:EndUserAPI> §6). Each method takes decoded fields and returns a result
 /// or throws an `EndUserError`; none knows about HTTP.
 public struct EndUserFlows: Sendable {
     public let client: PostgresClient
@@ -117,7 +117,7 @@ public struct EndUserFlows: Sendable {
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }
 
-    /// `signed-user-token` (§7.5): metaData as a JSON string indented by 10 spaces, or "".
+    /// `signed-user-token` (<doc:EndUserAPI> §7.5): metaData as a JSON string indented by 10 spaces, or "".
     func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
         var claims: [String: JSONValue] = [
             "handle": .string(user.handle), "appId": .string(app.appId), "code": .int(Int(code) ?? 0),

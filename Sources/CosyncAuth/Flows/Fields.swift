@@ -29,9 +29,9 @@ extension JSONValue {
     }
 }
 
-/// Input rules shared by the flows (enduser-api.md §1.3, §8.2, §10).
+/// Input rules shared by the flows (<doc:EndUserAPI> §1.3, <doc:EndUserAPI> §8.2, §10).
 enum Input {
-    /// Lower-case, trimmed; in an e-mail handle an interior space was a `+` (§1.3 repair).
+    /// Lower-case, trimmed; in an e-mail handle an interior space was a `+` (<doc:EndUserAPI> §1.3 repair).
     static func handle(_ raw: String) -> String {
         var handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         if handle.contains("@") { handle = handle.replacingOccurrences(of: " ", with: "+") }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The metadata rules of enduser-api.md §9 and the user-JWT claims of §7.1.
+/// The metadata rules of <doc:EndUserAPI> §9 and the user-JWT claims of <doc:EndUserAPI> §7.1.
 public enum Metadata {
     /// The value at a dotted path.
     static func value(at path: [String], in object: [String: JSONValue]) -> JSONValue? {
@@ -48,7 +48,7 @@ public enum Metadata {
         return .some(object)
     }
 
-    /// §9.2/§9.3: keeps only the configured paths (string values, trimmed). A required field that is
+    /// <doc:EndUserAPI> §9.2/§9.3: keeps only the configured paths (string values, trimmed). A required field that is
     /// absent, or a non-string value at a configured path, is `invalidMetadata`.
     static func filter(_ input: [String: JSONValue], fields: [MetaDataField]) throws(EndUserError) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
@@ -64,7 +64,7 @@ public enum Metadata {
         return result
     }
 
-    /// §9.4 (the recommended, compatible rules): start from the stored metadata, apply supplied
+    /// <doc:EndUserAPI> §9.4 (the recommended, compatible rules): start from the stored metadata, apply supplied
     /// editable fields; a supplied non-editable value that differs from the stored one, a non-string
     /// value, or a required field missing from both is `invalidMetadata`.
     static func update(_ stored: [String: JSONValue], with input: [String: JSONValue], fields: [MetaDataField]) throws(EndUserError) -> [String: JSONValue] {
@@ -88,7 +88,7 @@ public enum Metadata {
 
     static let reservedClaims: Set<String> = ["aud", "sub", "exp", "iat", "nbf", "iss", "jti"]
 
-    /// The claims of the user JWT (§7.1). Works on a copy of the metadata; a required field with no
+    /// The claims of the user JWT (<doc:EndUserAPI> §7.1). Works on a copy of the metadata; a required field with no
     /// value means the JWT cannot be built (`invalidMetadata`).
     public static func userJWTClaims(user: User, settings: AppSettings, now: Date = Date()) throws(EndUserError) -> [String: JSONValue] {
         var m = user.metaData

@@ -4,7 +4,7 @@ import HummingbirdBcrypt
 import NIOCore
 import NIOPosix
 
-/// bcrypt over the MD5 hex of the password, as the legacy server stored it (admin-and-legacy.md §4):
+/// bcrypt over the MD5 hex of the password, as the legacy server stored it (<doc:LegacyImport> §4):
 /// the SDKs send `md5hex(plaintext)` and that string is the effective password. Hashing and verifying
 /// run on NIO's bounded thread pool (one thread per core), never on the event loop or the cooperative
 /// executor. A `KDFScheduler` admits the jobs: one running per pool thread, the rest queued fairly per

@@ -1,4 +1,4 @@
-/// The app's password rules (enduser-api.md §8.1). The SDKs enforce them on the device; the server can
+/// The app's password rules (<doc:EndUserAPI> §8.1). The SDKs enforce them on the device; the server can
 /// enforce them only where it sees a plaintext password: the admin API.
 public enum PasswordPolicy {
     /// The 22 "special" code points of the legacy client rule (note U+2018, not the ASCII apostrophe).

@@ -71,7 +71,7 @@ struct FlexibleBool: Codable, Sendable {
     }
 }
 
-/// Verifies Apple and Google ID tokens (enduser-api.md §6.8): RS256 only, signature against the
+/// Verifies Apple and Google ID tokens (<doc:EndUserAPI> §6.8): RS256 only, signature against the
 /// provider's JWKS (fetched with AsyncHTTPClient, cached, fetched again when a token names an
 /// unknown `kid`), then `iss`, `aud` and `exp` (and for Google, `iat` present).
 public actor SocialTokenVerifier {

@@ -3,7 +3,7 @@ import ExtrasBase64
 import Foundation
 
 /// RFC 6238 time-based one-time passwords as Google Authenticator uses them: HMAC-SHA1, 6 digits,
-/// 30-second steps (enduser-api.md §6.6). The secret is 20 random bytes, written in base32.
+/// 30-second steps (<doc:EndUserAPI> §6.6). The secret is 20 random bytes, written in base32.
 ///
 /// HummingbirdOTP keys its HMAC with the UTF-8 bytes of a String, which cannot hold 20 random bytes
 /// (nor the secrets imported from the legacy server), so the few lines of RFC 4226 truncation live

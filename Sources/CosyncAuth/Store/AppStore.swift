@@ -19,7 +19,7 @@ public struct App: Sendable {
     public var product: AppProduct = .cosyncAuth
 }
 
-/// The two end-user APIs an app can serve (appkey-api.md §1.1).
+/// The two end-user APIs an app can serve (<doc:AppKeyAPI> §1.1).
 public enum AppProduct: String, Sendable, CaseIterable, Codable {
     case cosyncAuth, appKey
 }

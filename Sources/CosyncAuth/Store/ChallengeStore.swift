@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// SQL of WebAuthn challenges (appkey-api.md §6.1). A challenge is taken by one `DELETE … RETURNING`:
+/// SQL of WebAuthn challenges (<doc:AppKeyAPI> §6.1). A challenge is taken by one `DELETE … RETURNING`:
 /// of two completions racing with the same challenge, exactly one gets the row, on any node.
 public enum ChallengeStore {
     public enum Purpose: String, Sendable { case signup, anonymous, addPasskey, login, verify }

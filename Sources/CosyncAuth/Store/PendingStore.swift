@@ -28,7 +28,7 @@ enum PendingStore {
     }
 
     /// Every pending row of a handle, oldest first, or only the invite of one sender (a handle has at
-    /// most one pending invite per sender, enduser-api.md §5.8 step 7); locked unless `lock` is false.
+    /// most one pending invite per sender, <doc:EndUserAPI> §5.8 step 7); locked unless `lock` is false.
     static func pendingRows(
         _ db: PostgresConnection, _ kind: AppRecordStore.Kind, appRef: Int64, handle: String, sender: String? = nil, lock: Bool = true,
         logger: Logger

@@ -3,7 +3,7 @@ import Foundation
 import _CryptoExtras
 
 /// An RSA-2048 key pair in the legacy text layout: PKCS#1 PEM private key, SPKI PEM public key, both
-/// with 64-character lines, `\n` breaks and no trailing newline (admin-and-legacy.md §1.4). The
+/// with 64-character lines, `\n` breaks and no trailing newline (<doc:LegacyImport> §1.4). The
 /// `kid` is the RFC 7638 JWK thumbprint of the public key.
 public struct RSAKeyMaterial: Sendable {
     public let kid: String

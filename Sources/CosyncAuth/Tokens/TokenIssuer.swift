@@ -118,7 +118,7 @@ public actor TokenIssuer {
         try await signingKeys(appRef: appRef).sign(ClaimSet(claims))
     }
 
-    /// `signed-user-token` for CJS ≤ 1.1.21 (§7.5): app key, `{handle, appId, code, metaData, …}`.
+    /// `signed-user-token` for CJS ≤ 1.1.21 (<doc:EndUserAPI> §7.5): app key, `{handle, appId, code, metaData, …}`.
     public func signedUserToken(claims: [String: JSONValue], appRef: Int64) async throws -> String {
         var all = claims
         all["iat"] = .int(Int(Date().timeIntervalSince1970))
@@ -165,7 +165,7 @@ public actor TokenIssuer {
         return try? await keys.verify(token, as: LegacyAccessTokenClaims.self, iteratingKeys: true)
     }
 
-    /// The login-token (§7.4): `{handle, appId, scope:"login", iat, exp: iat+600, jti}`, where `jti`
+    /// The login-token (<doc:EndUserAPI> §7.4): `{handle, appId, scope:"login", iat, exp: iat+600, jti}`, where `jti`
     /// names the login challenge that makes it single-use.
     public func loginToken(handle: String, appId: String, challenge: UUID) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)

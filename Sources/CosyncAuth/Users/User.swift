@@ -50,7 +50,7 @@ public struct User: Sendable {
     }
 }
 
-/// Normalisation and syntax of handles and user names (enduser-api.md §10).
+/// Normalisation and syntax of handles and user names (<doc:EndUserAPI> §10).
 public enum Identifiers {
     /// Lower-case and trimmed; 1–254 characters without spaces or control characters.
     public static func normalizedHandle(_ raw: String) -> String? {
@@ -62,7 +62,7 @@ public enum Identifiers {
     }
 
     /// A phone number as typed or stored, trimmed, with the `+` put back where the SDK's unescaped
-    /// `+` arrived as a space (enduser-api.md §1.3); not validated.
+    /// `+` arrived as a space (<doc:EndUserAPI> §1.3); not validated.
     public static func repairedPhone(_ raw: String) -> String {
         let phone = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         if let first = phone.first, first.isNumber, raw.first == " " || raw.first == "+" { return "+" + phone }

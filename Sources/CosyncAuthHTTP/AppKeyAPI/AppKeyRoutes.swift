@@ -4,9 +4,9 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The AppKey end-user API (appkey-api.md §4). Its routes live under an internal path that no client
+/// The AppKey end-user API (<doc:AppKeyAPI> §4). Its routes live under an internal path that no client
 /// calls: the path normalizer sends `/api/appuser/<name>` here when the request's credential names an
-/// AppKey app (§1.1), and `<COSYNC_APPKEY_PREFIX>/api/appuser/<name>` always.
+/// AppKey app (<doc:AppKeyAPI> §1.1), and `<COSYNC_APPKEY_PREFIX>/api/appuser/<name>` always.
 struct AppKeyRoutes {
     let services: CosyncServices
     let flows: AppKeyFlows
@@ -84,7 +84,7 @@ struct AppKeyRoutes {
             signupToken: LegacyHeaders.value("signup-token", in: request.headers))
     }
 
-    /// The body's fields (§1.3): JSON when Content-Type says so or the body starts with `{`, else the
+    /// The body's fields (<doc:AppKeyAPI> §1.3): JSON when Content-Type says so or the body starts with `{`, else the
     /// lenient form parser. A NUL anywhere → E602.
     static func fields(_ request: Request, context: ServerRequestContext) async throws -> AppKeyFields {
         let buffer: ByteBuffer
@@ -112,7 +112,7 @@ struct AppKeyRoutes {
     }
 }
 
-/// Maps every error of the AppKey routes to HTTP 400 `{code, message}` (§1.6); an unexpected failure
+/// Maps every error of the AppKey routes to HTTP 400 `{code, message}` (<doc:AppKeyAPI> §1.6); an unexpected failure
 /// is logged (its type only) and answered `{code: 500}`.
 struct AppKeyErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext

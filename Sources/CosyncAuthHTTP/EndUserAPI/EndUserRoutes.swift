@@ -6,7 +6,7 @@ import Metrics
 import NIOCore
 
 /// `/api/appuser/…`: the legacy wire of the CosyncAuthSwift and CosyncJWTSwift SDKs
-/// (enduser-api.md). Success is exactly HTTP 200 (`true`, a JSON object, or HTML for the e-mail
+/// (<doc:EndUserAPI>). Success is exactly HTTP 200 (`true`, a JSON object, or HTML for the e-mail
 /// link); every business error is HTTP 400 `{"code": <int>, "message": <string>}`.
 struct EndUserRoutes {
     let services: CosyncServices
@@ -58,7 +58,7 @@ struct EndUserRoutes {
     static func appToken(_ request: Request) -> String? { LegacyHeaders.value("app-token", in: request.headers) }
     static func accessToken(_ request: Request) -> String? { LegacyHeaders.value("access-token", in: request.headers) }
 
-    /// The body's fields: JSON when Content-Type says so, else the lenient form parser (§1.3).
+    /// The body's fields: JSON when Content-Type says so, else the lenient form parser (<doc:EndUserAPI> §1.3).
     static func fields(_ request: Request, context: ServerRequestContext) async throws -> Fields {
         let buffer: ByteBuffer
         do {
@@ -105,7 +105,7 @@ struct EndUserRoutes {
     }
 
     /// The answer to a request whose fields hold a NUL: the credential is checked first, in the legacy
-    /// order of §2.2 (the first present of `app-token`, `access-token`, query `appToken`), so an invalid
+    /// order of <doc:EndUserAPI> §2.2 (the first present of `app-token`, `access-token`, query `appToken`), so an invalid
     /// token still answers E400 / E405; otherwise, and without a credential, E602.
     static func refuseNUL(_ request: Request, resolver: TenantResolver) async throws -> Never {
         if let token = appToken(request) {
@@ -229,7 +229,7 @@ struct EndUserRoutes {
         return Self.tokens(completed.tokens)
     }
 
-    /// The e-mailed link (§5.7): answers HTML, also on errors (with HTTP 400 and the legacy code).
+    /// The e-mailed link (<doc:EndUserAPI> §5.7): answers HTML, also on errors (with HTTP 400 and the legacy code).
     @Sendable func completeSignupLink(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         var values: [String: String] = [:]

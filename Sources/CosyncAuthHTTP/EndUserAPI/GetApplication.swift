@@ -1,7 +1,7 @@
 import CosyncAuth
 import Hummingbird
 
-/// `GET /api/appuser/getApplication` (enduser-api.md §5.1): the app's public settings, whitelisted.
+/// `GET /api/appuser/getApplication` (<doc:EndUserAPI> §5.1): the app's public settings, whitelisted.
 /// Never a secret. Answers for a suspended app too.
 struct GetApplication {
     let services: CosyncServices
@@ -16,7 +16,7 @@ struct GetApplication {
         return JSONBody.response(Self.publicSettings(app))
     }
 
-    /// The ✔ fields of §5.1 plus the recommended extras; nothing secret.
+    /// The ✔ fields of <doc:EndUserAPI> §5.1 plus the recommended extras; nothing secret.
     static func publicSettings(_ app: App) -> [String: JSONValue] {
         let s = app.settings
         let status = app.status == "suspended" ? "inactive" : app.status

@@ -1,7 +1,7 @@
 import CosyncAuth
 import Hummingbird
 
-/// The end-user API's error: HTTP 400 with `{"code": <int>, "message": <string>}` (enduser-api.md §3).
+/// The end-user API's error: HTTP 400 with `{"code": <int>, "message": <string>}` (<doc:EndUserAPI> §3).
 /// The codes and messages are the legacy ones the shipped SDKs map.
 struct LegacyError: HTTPResponseError, Equatable {
     let code: Int
@@ -27,7 +27,7 @@ struct LegacyError: HTTPResponseError, Equatable {
         self.init(code: code, message: message)
     }
 
-    /// The one mapping of typed errors to the legacy codes and messages (enduser-api.md §3.1).
+    /// The one mapping of typed errors to the legacy codes and messages (<doc:EndUserAPI> §3.1).
     static func table(_ error: EndUserError) -> (Int, String) {
         switch error {
         case .invalidAppToken: (400, "invalid app token")

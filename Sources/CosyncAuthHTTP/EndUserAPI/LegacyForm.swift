@@ -1,4 +1,4 @@
-/// The lenient form parser of enduser-api.md §1.3. The SDKs send `URLComponents.query` as the body:
+/// The lenient form parser of <doc:EndUserAPI> §1.3. The SDKs send `URLComponents.query` as the body:
 /// a percent-*decoded* query string, so values arrive raw (spaces, `{"json"}`, UTF-8, lone `%`). A
 /// strict decoder would reject such bodies; this one never fails:
 /// 1. bytes → UTF-8 (lossy); 2. split on `&`, skip empty pieces; 3. split each piece on the first

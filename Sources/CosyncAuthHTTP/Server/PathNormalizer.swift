@@ -2,7 +2,7 @@ import CosyncAuth
 import Hummingbird
 import Metrics
 
-/// Runs before routing (enduser-api.md §1.1): collapses runs of `/` (the SDKs send
+/// Runs before routing (<doc:EndUserAPI> §1.1): collapses runs of `/` (the SDKs send
 /// `//api/appuser/setTwoFactor…`, and base URLs may end in `/`), ignores one trailing `/`, and matches
 /// the `/api/appuser/<name>` segment case-insensitively. An unknown `/api/appuser/…` route gets 404
 /// with `{"code":500,"message":"service not found"}`.
@@ -17,7 +17,7 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     /// A request still running when the database monitor declares PostgreSQL down is answered 503 at
     /// once rather than at the timeout.
     let state: ServerState?
-    /// lower-cased AppKey endpoint name → the name as routed (appkey-api.md §1.1).
+    /// lower-cased AppKey endpoint name → the name as routed (<doc:AppKeyAPI> §1.1).
     var appKeyNames: [String: String] = [:]
     /// Resolves the product of a request's app, for the names both APIs share.
     var resolver: AppProductResolver? = nil

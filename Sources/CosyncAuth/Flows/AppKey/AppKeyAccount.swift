@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension AppKeyFlows {
-    /// K1 `GET app`: the app's public settings (§2.1). Answers for a migrated app too.
+    /// K1 `GET app`: the app's public settings (<doc:AppKeyAPI> §2.1). Answers for a migrated app too.
     public func getApp(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
         let app = try await app(credentials, gates: false)
         guard app.status == "active" || app.status == "migrated" else { throw AppKeyError.appSuspended }

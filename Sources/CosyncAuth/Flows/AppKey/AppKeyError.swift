@@ -1,4 +1,4 @@
-/// An error of the AppKey API: HTTP 400 with `{"code": <int>, "message": <string>}` (appkey-api.md §3).
+/// An error of the AppKey API: HTTP 400 with `{"code": <int>, "message": <string>}` (<doc:AppKeyAPI> §3).
 /// The codes are the ones the AppKeySwift client maps to its `AppKeyError` cases.
 public struct AppKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     public let code: Int

@@ -15,7 +15,7 @@ public struct AppKeyFlowSettings: Sendable {
     public init() {}
 }
 
-/// The AppKey end-user flows (appkey-api.md §4). Each method takes the credentials and decoded
+/// The AppKey end-user flows (<doc:AppKeyAPI> §4). Each method takes the credentials and decoded
 /// fields of one request and returns the JSON to answer, or throws an `AppKeyError`. None knows
 /// about HTTP.
 public struct AppKeyFlows: Sendable {
@@ -30,7 +30,7 @@ public struct AppKeyFlows: Sendable {
         self.settings = settings
     }
 
-    // MARK: credentials (§1.5)
+    // MARK: credentials (<doc:AppKeyAPI> §1.5)
 
     /// The app an app-scope request names: by app-token first, else by an access token (its
     /// signature alone: an expired or revoked one still names its app), else by a signup-token.
@@ -80,10 +80,10 @@ public struct AppKeyFlows: Sendable {
         public let sessionId: UUID
         public let authTime: Date
         public let accessToken: String
-        /// Set when the token is a passkey-reset token (§5.4): it may only add a passkey.
+        /// Set when the token is a passkey-reset token (<doc:AppKeyAPI> §5.4): it may only add a passkey.
         public var resetId: UUID? = nil
 
-        /// Signed in within the app's `freshAuthMinutes` (§2.7).
+        /// Signed in within the app's `freshAuthMinutes` (<doc:AppKeyAPI> §2.7).
         public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
     }
 
@@ -130,7 +130,7 @@ public struct AppKeyFlows: Sendable {
         return Caller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
     }
 
-    // MARK: the user body (§2.3, §2.4)
+    // MARK: the user body (<doc:AppKeyAPI> §2.3, §2.4)
 
     /// The user object, with the session keys: `access-token` (when given) and a freshly signed `jwt`.
     func userBody(app: App, user: User, accessToken: String?, withJWT: Bool = true, extra: [String: JSONValue] = [:]) async throws
@@ -169,7 +169,7 @@ public struct AppKeyFlows: Sendable {
         return object
     }
 
-    /// An `AKPasskey` (§2.2).
+    /// An `AKPasskey` (<doc:AppKeyAPI> §2.2).
     static func passkeyObject(_ p: Passkey) -> [String: JSONValue] {
         [
             "id": .string(Base64URL.encode(p.credentialId)), "publicKey": .string(Base64URL.encode(p.publicKeyCOSE)),
@@ -182,7 +182,7 @@ public struct AppKeyFlows: Sendable {
         ]
     }
 
-    /// The user JWT (§2.7): RS256 with the app's key, as for CosyncAuth apps.
+    /// The user JWT (<doc:AppKeyAPI> §2.7): RS256 with the app's key, as for CosyncAuth apps.
     func userJWT(app: App, user: User) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         let hours = max(1, app.settings.userJWTExpiration)
@@ -224,7 +224,7 @@ public struct AppKeyFlows: Sendable {
         return code
     }
 
-    /// The account-exists answer for a user holding a handle (§K3 step 2).
+    /// The account-exists answer for a user holding a handle (<doc:AppKeyAPI> K3 step 2).
     static func accountExists(_ user: User) -> AppKeyError {
         switch user.loginProvider {
         case "apple": .appleAccountExists
@@ -263,7 +263,7 @@ public struct AppKeyFlows: Sendable {
         return "\(slug.isEmpty ? "app" : slug)-\(app.appId.prefix(8))"
     }
 
-    /// Creation options (§2.5 AKSignupChallenge).
+    /// Creation options (<doc:AppKeyAPI> §2.5 AKSignupChallenge).
     func creationOptions(app: App, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
         -> [String: JSONValue]
     {
@@ -303,7 +303,7 @@ public struct AppKeyFlows: Sendable {
         return (Base64URL.encode(bytes), Array(bytes))
     }
 
-    /// The platform of a new passkey, best effort (§6.2).
+    /// The platform of a new passkey, best effort (<doc:AppKeyAPI> §6.2).
     static func platform(attachment: String?) -> String {
         let agent = ClientOrigin.current.userAgent ?? ""
         if agent.contains("CFNetwork") || agent.contains("Darwin") || agent.contains("iPhone") { return "iOS" }
@@ -315,7 +315,7 @@ public struct AppKeyFlows: Sendable {
     }
 }
 
-/// A passkey-reset token (§5.4): signed by the server key, scope `resetPasskey`, `jti` names its
+/// A passkey-reset token (<doc:AppKeyAPI> §5.4): signed by the server key, scope `resetPasskey`, `jti` names its
 /// `passkey_resets` row (single use).
 public struct ResetPasskeyClaims: JWTPayload, Equatable {
     public var handle: String
@@ -332,7 +332,7 @@ public struct ResetPasskeyClaims: JWTPayload, Equatable {
 }
 
 /// An access token read for the app it names only: its signature and scope are checked, not its
-/// expiry (§1.5).
+/// expiry (<doc:AppKeyAPI> §1.5).
 struct AppKeyTokenIdentity: JWTPayload {
     var appId: String
     var scope: String

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The credentials an AppKey request carries (appkey-api.md §1.5).
+/// The credentials an AppKey request carries (<doc:AppKeyAPI> §1.5).
 public struct AppKeyCredentials: Sendable {
     public var appToken: String?
     public var accessToken: String?
@@ -15,7 +15,7 @@ public struct AppKeyCredentials: Sendable {
 
 /// The fields of an AppKey request body, from either body kind: a JSON object (values keep their
 /// JSON types; `response` is an object) or the AppKeySwift raw form (every value a string; `response`
-/// is a JSON string). "Present" means non-empty after trimming (§1.3).
+/// is a JSON string). "Present" means non-empty after trimming (<doc:AppKeyAPI> §1.3).
 public struct AppKeyFields: Sendable {
     public let values: [String: JSONValue]
     public init(_ values: [String: JSONValue]) { self.values = values }
@@ -54,7 +54,7 @@ public struct AppKeyFields: Sendable {
     }
 }
 
-/// A normalised handle (§1.4).
+/// A normalised handle (<doc:AppKeyAPI> §1.4).
 public enum AppKeyHandle: Sendable, Equatable {
     case email(String)
     case phone(String)

@@ -2,8 +2,8 @@ import Foundation
 import PostgresNIO
 
 extension AppKeyFlows {
-    /// The user a login or verify handle names (§K6): by handle (e-mail, phone, anonymous) or by
-    /// user name, with the user checks of §K6.
+    /// The user a login or verify handle names (<doc:AppKeyAPI> K6): by handle (e-mail, phone, anonymous) or by
+    /// user name, with the user checks of <doc:AppKeyAPI> K6.
     func loginUser(_ raw: String, app: App) async throws -> User {
         guard let handle = AppKeyHandle.parse(raw, userNames: true) else { throw AppKeyError.accountDoesNotExist }
         let user: User?
@@ -55,7 +55,7 @@ extension AppKeyFlows {
                 "displayName": .string(profile?.displayName ?? user.handle), "handle": .string(user.handle),
             ]),
         ]
-        // Present only when true (§2.5): a client takes the reset branch whenever the key exists.
+        // Present only when true (<doc:AppKeyAPI> §2.5): a client takes the reset branch whenever the key exists.
         if profile?.requireAddPasskey ?? false { options["requireAddPasskey"] = .bool(true) }
         return options
     }

@@ -55,7 +55,7 @@ extension AppKeyFlows {
             if profile?.requireAddPasskey ?? false { try await PasskeyStore.setRequireAddPasskey(db, userId: user.id, false, logger: logger) }
             try await audit(db, app: app, handle: user.handle, action: "addPasskeyComplete", detail: ["reset": .bool(caller.resetId != nil)])
         }
-        // After a reset the user signs in anew: no session keys (§K21).
+        // After a reset the user signs in anew: no session keys (<doc:AppKeyAPI> K21).
         if caller.resetId != nil { return try await userBody(app: app, user: user, accessToken: nil, withJWT: false) }
         return try await userBody(app: app, user: user, accessToken: caller.accessToken)
     }
@@ -116,7 +116,7 @@ extension AppKeyFlows {
         }
     }
 
-    /// Admin "reset passkey" (§5.4): removes the user's passkeys, ends its sessions, marks the account
+    /// Admin "reset passkey" (<doc:AppKeyAPI> §5.4): removes the user's passkeys, ends its sessions, marks the account
     /// as waiting for a new passkey and sends it a reset token (24 h, single use) that may add one.
     /// Returns the reset's expiry and how many passkeys were removed.
     public func resetPasskeys(appId: String, userId: String, actor: String, lifetimeSeconds: Int = 24 * 3600) async throws -> (Date, Int) {

@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension AppKeyFlows {
-    /// A signup handle (§1.4): e-mail or phone per the app's `handleType`, else E617.
+    /// A signup handle (<doc:AppKeyAPI> §1.4): e-mail or phone per the app's `handleType`, else E617.
     func signupHandle(_ raw: String, app: App) throws(AppKeyError) -> AppKeyHandle {
         guard let handle = AppKeyHandle.parse(raw, userNames: false) else { throw .invalidHandleFormat }
         switch (handle, app.settings.handleType) {

@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension AppKeyFlows {
-    /// The provider and verified identity of a social request (§4.1): 403 / 602 / 415 / 416 / 613.
+    /// The provider and verified identity of a social request (<doc:AppKeyAPI> §4.1): 403 / 602 / 415 / 416 / 613.
     func socialIdentity(app: App, fields: AppKeyFields) async throws -> (SocialProvider, SocialIdentity) {
         let token = try fields.require("token")
         guard let provider = SocialProvider(rawValue: try fields.require("provider")) else {
@@ -61,7 +61,7 @@ extension AppKeyFlows {
         return try await userBody(app: app, user: user, accessToken: access)
     }
 
-    /// The user of a verified social identity (§K17): by the provider account, else by the e-mail of a
+    /// The user of a verified social identity (<doc:AppKeyAPI> K17): by the provider account, else by the e-mail of a
     /// user of this provider (then the provider account is recorded).
     func socialUser(app: App, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
         let match = try await client.withConnection {

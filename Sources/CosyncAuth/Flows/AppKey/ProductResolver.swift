@@ -1,7 +1,7 @@
 import Foundation
 import JWTKit
 
-/// Which API a shared `/api/appuser/<name>` request goes to (appkey-api.md §1.1): the product of the
+/// Which API a shared `/api/appuser/<name>` request goes to (<doc:AppKeyAPI> §1.1): the product of the
 /// app its credential names. The app comes from the node's app cache (`AppCache`), so a dispatch
 /// costs no query once the app is cached.
 public struct AppProductResolver: Sendable {
@@ -11,7 +11,7 @@ public struct AppProductResolver: Sendable {
         self.apps = apps
     }
 
-    /// The product named by the credential headers, in the order of §1.5; nil when none resolves.
+    /// The product named by the credential headers, in the order of <doc:AppKeyAPI> §1.5; nil when none resolves.
     public func product(appToken: String?, accessToken: String?, signupToken: String?) async -> AppProduct? {
         if let token = appToken, !token.isEmpty {
             return (try? await apps.app(forToken: token))?.product

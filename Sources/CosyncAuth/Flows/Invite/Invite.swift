@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension EndUserFlows {
-    /// `POST invite` (§5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
+    /// `POST invite` (<doc:EndUserAPI> §5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
     /// Inviting the same handle again re-sends the same code; it never takes over a live invite.
     public func invite(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, inviter) = (caller.app, caller.user)
@@ -58,7 +58,7 @@ extension EndUserFlows {
     }
 
     /// Creates the invite and queues its e-mail in the same transaction. Each sender has its own
-    /// pending invite of a handle, with its own code (enduser-api.md §5.8 step 7), so another user's
+    /// pending invite of a handle, with its own code (<doc:EndUserAPI> §5.8 step 7), so another user's
     /// invite never takes over a pending one. While the sender's invite is live (unexpired, fewer than
     /// maxCodeAttempts wrong guesses), inviting again never changes it (senderUserId, metadata,
     /// attempts): it re-sends the same code within the handle's e-mail quota. A dead invite is closed
@@ -112,7 +112,7 @@ extension EndUserFlows {
         case failed(EndUserError)
     }
 
-    /// `POST register` (§5.9): accept an invite with its code; the invite's metadata is merged over the
+    /// `POST register` (<doc:EndUserAPI> §5.9): accept an invite with its code; the invite's metadata is merged over the
     /// user's (invite values win).
     public func register(app: App, fields: Fields) async throws -> IssuedTokens {
         let handle = Input.handle(try fields.require("handle"))

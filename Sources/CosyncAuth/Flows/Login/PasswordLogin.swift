@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension EndUserFlows {
-    /// `POST login` (§5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
+    /// `POST login` (<doc:EndUserAPI> §5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
     /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
     /// is locked, the answer is `invalidCredentials` without a password check.
     public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
@@ -58,7 +58,7 @@ extension EndUserFlows {
         return outcome
     }
 
-    /// After the password: either a second factor (§6.3) or the tokens. A second factor opens a
+    /// After the password: either a second factor (<doc:EndUserAPI> §6.3) or the tokens. A second factor opens a
     /// login challenge (the login-token's `jti`); in phone mode its SMS code is queued in the same
     /// transaction.
     func completeFirstFactor(app: App, user: User) async throws -> LoginOutcome {
@@ -101,7 +101,7 @@ extension EndUserFlows {
         return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
     }
 
-    /// `POST loginAnonymous` (§5.4): the handle must contain `ANON_`; it is matched exactly.
+    /// `POST loginAnonymous` (<doc:EndUserAPI> §5.4): the handle must contain `ANON_`; it is matched exactly.
     public func loginAnonymous(app: App, fields: Fields) async throws -> IssuedTokens {
         guard let handle = fields["handle"], handle.contains("ANON_"), handle.count <= 254 else {
             throw EndUserError.invalidCredentials

@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension EndUserFlows {
-    /// `GET getUser` (§5.15): the fields the SDK reads, dates with milliseconds.
+    /// `GET getUser` (<doc:EndUserAPI> §5.15): the fields the SDK reads, dates with milliseconds.
     public func getUser(caller: AuthenticatedCaller) async throws -> [String: JSONValue] {
         let (app, user) = (caller.app, caller.user)
         try requireActive(app)
@@ -20,7 +20,7 @@ extension EndUserFlows {
         return object
     }
 
-    /// `POST setUserMetadata` (§5.23, recommended rules of §9.4).
+    /// `POST setUserMetadata` (<doc:EndUserAPI> §5.23, recommended rules of <doc:EndUserAPI> §9.4).
     /// The contract checks `metaData` before the token, so the caller is resolved only after it.
     public func setUserMetadata(caller resolve: () async throws -> AuthenticatedCaller, fields: Fields) async throws {
         guard let parsed = Metadata.parse(fields["metaData"]), let input = parsed else { throw EndUserError.invalidData }
@@ -37,7 +37,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST setUserName` (§5.21): once per user; `^[a-z][a-z0-9]*$`; unique per app and distinct from
+    /// `POST setUserName` (<doc:EndUserAPI> §5.21): once per user; `^[a-z][a-z0-9]*$`; unique per app and distinct from
     /// every handle (a clash, even under concurrency, is `userNameInUse`).
     public func setUserName(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, user) = (caller.app, caller.user)
@@ -60,7 +60,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `GET userNameAvailable` (§5.22): false also for names setUserName would reject.
+    /// `GET userNameAvailable` (<doc:EndUserAPI> §5.22): false also for names setUserName would reject.
     public func userNameAvailable(caller: AuthenticatedCaller, userName raw: String?) async throws -> Bool {
         let app = caller.app
         guard let raw, !raw.isEmpty else { throw EndUserError.missingParameter }
@@ -69,7 +69,7 @@ extension EndUserFlows {
         return !(try await client.withConnection { try await UserStore.identifierTaken($0, appRef: app.ref, name: name, logger: logger) })
     }
 
-    /// `POST setLocale` (§5.20): EN always, else one of the app's locales (upper-cased first).
+    /// `POST setLocale` (<doc:EndUserAPI> §5.20): EN always, else one of the app's locales (upper-cased first).
     public func setLocale(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, user) = (caller.app, caller.user)
         let locale = try fields.require("locale").trimmingCharacters(in: .whitespaces).uppercased()
@@ -83,7 +83,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST deleteAccount` (§5.24): password mode, or token mode for social accounts (the provider
+    /// `POST deleteAccount` (<doc:EndUserAPI> §5.24): password mode, or token mode for social accounts (the provider
     /// token must verify and name the user's own provider account). Deleting the user also deletes its reset codes (cascade) and
     /// so revokes its access tokens (the user no longer exists).
     /// The password mode is checked under the same reserved limit as a login of that account.

@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension EndUserFlows {
-    /// `POST forgotPassword` (§5.12): e-mails a reset code to the account of a handle or user name.
+    /// `POST forgotPassword` (<doc:EndUserAPI> §5.12): e-mails a reset code to the account of a handle or user name.
     /// At most `resetMailsPerAccountPerHour` per account and `resetRequestsPerAddressPerHour` per client
     /// address (each taken atomically with the code's insert; over either, `rateLimited` and nothing
     /// is stored or sent).
@@ -36,7 +36,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST resetPassword` (§5.13): a valid code sets the password, disables every second factor and
+    /// `POST resetPassword` (<doc:EndUserAPI> §5.13): a valid code sets the password, disables every second factor and
     /// revokes the user's access tokens. Wrong guesses are counted per user across all of the user's
     /// codes, old and new, each reserved before the compare, so asking for a new code never buys fresh
     /// guesses: at most `maxCodeAttempts` per (user, client address) and `handleThresholdFactor` times
@@ -90,7 +90,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST changePassword` (§5.14): every failure is `invalidData` (legacy). Success ends every
+    /// `POST changePassword` (<doc:EndUserAPI> §5.14): every failure is `invalidData` (legacy). Success ends every
     /// other session of the user and keeps the caller's, so the app's own access token goes on working
     /// (the shipped SDKs cannot get a new one without asking the user to log in again).
     /// The current password is checked under the same reserved limit as a login of that account

@@ -10,7 +10,7 @@ public struct AuthenticatorSetup: Sendable, Equatable {
 extension EndUserFlows {
     // MARK: loginComplete
 
-    /// `POST loginComplete` (§5.3, §7.4). The login-token must be valid, unexpired, of scope `login`,
+    /// `POST loginComplete` (<doc:EndUserAPI> §5.3, §7.4). The login-token must be valid, unexpired, of scope `login`,
     /// of the calling app, and its challenge unused, with fewer than `maxCodeAttempts` wrong codes.
     /// Phone: the SMS code of this challenge. Google: a TOTP of the current step ±1 that is later
     /// than the last one the user logged in with.
@@ -101,7 +101,7 @@ extension EndUserFlows {
         }
     }
 
-    /// E.164 after the §1.3 repair (a leading space was a `+`): `+` and 8–15 digits, else nil.
+    /// E.164 after the <doc:EndUserAPI> §1.3 repair (a leading space was a `+`): `+` and 8–15 digits, else nil.
     static func e164(_ raw: String) -> String? {
         let phone = Identifiers.repairedPhone(raw)
         guard phone.hasPrefix("+") else { return nil }
@@ -110,7 +110,7 @@ extension EndUserFlows {
         return phone
     }
 
-    /// `POST setPhone` (§5.16): stores the number unverified and texts a code (expires after
+    /// `POST setPhone` (<doc:EndUserAPI> §5.16): stores the number unverified and texts a code (expires after
     /// `phoneCodeLifetime`, at most `maxCodeAttempts` wrong tries). The same number, already verified
     /// by the caller, answers true without an SMS. Counted against the app's daily SMS cap.
     public func setPhone(caller: AuthenticatedCaller, fields: Fields) async throws {
@@ -136,7 +136,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST verifyPhone` (§5.17).
+    /// `POST verifyPhone` (<doc:EndUserAPI> §5.17).
     /// The contract checks `code` before the token, so the caller is resolved only after it.
     public func verifyPhone(caller resolve: () async throws -> AuthenticatedCaller, fields: Fields) async throws {
         let given = try fields.require("code")
@@ -178,7 +178,7 @@ extension EndUserFlows {
     /// `twoFactor` is true when it is the string or JSON value `true`.
     static func wantsOn(_ fields: Fields) -> Bool { fields["twoFactor"]?.lowercased() == "true" }
 
-    /// `POST setTwoFactorPhoneVerification` (§5.18): phone 2FA only, in an app of mode `phone`.
+    /// `POST setTwoFactorPhoneVerification` (<doc:EndUserAPI> §5.18): phone 2FA only, in an app of mode `phone`.
     public func setTwoFactorPhoneVerification(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, user) = (caller.app, caller.user)
         try requireActive(app)
@@ -192,7 +192,7 @@ extension EndUserFlows {
         }
     }
 
-    /// `POST setTwoFactorGoogleVerification` (§5.19, §6.6): enabling makes a new secret every time,
+    /// `POST setTwoFactorGoogleVerification` (<doc:EndUserAPI> §5.19, §6.6): enabling makes a new secret every time,
     /// sealed at rest, answers it with a QR PNG of the otpauth URI, and e-mails both (template
     /// `qrCode`, PNG attached). Disabling keeps the secret, as legacy did.
     public func setTwoFactorGoogleVerification(caller: AuthenticatedCaller, fields: Fields) async throws -> AuthenticatorSetup? {

@@ -17,7 +17,7 @@ public struct CompletedSignup: Sendable {
 struct PendingRaced: Error {}
 
 extension EndUserFlows {
-    /// `POST signup` (§5.5, §6.1).
+    /// `POST signup` (<doc:EndUserAPI> §5.5, §6.1).
     public func signup(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
         let handle = Input.handle(try fields.require("handle"))
         let password = try fields.require("password")
@@ -127,7 +127,7 @@ extension EndUserFlows {
         case failed(EndUserError)
     }
 
-    /// `POST completeSignup` (§5.6) and the link's `GET completeSignup` (§5.7).
+    /// `POST completeSignup` (<doc:EndUserAPI> §5.6) and the link's `GET completeSignup` (<doc:EndUserAPI> §5.7).
     public func completeSignup(app: App, fields: Fields) async throws -> CompletedSignup {
         let handle = Input.handle(try fields.require("handle"))
         let code = try Input.code(try fields.require("code"))

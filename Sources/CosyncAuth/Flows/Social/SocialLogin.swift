@@ -37,7 +37,7 @@ extension EndUserFlows {
         return identity
     }
 
-    /// `POST socialLogin` (§5.10), also `appleLogin` / `googleLogin` (§5.25).
+    /// `POST socialLogin` (<doc:EndUserAPI> §5.10), also `appleLogin` / `googleLogin` (<doc:EndUserAPI> §5.25).
     public func socialLogin(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
         let token = try fields.require("token")
         let provider = try Self.provider(fields, implied: implied)
@@ -89,7 +89,7 @@ extension EndUserFlows {
         return issued
     }
 
-    /// `POST socialSignup` (§5.11), also `appleSignup` / `googleSignup` (§5.25). Like legacy it does
+    /// `POST socialSignup` (<doc:EndUserAPI> §5.11), also `appleSignup` / `googleSignup` (<doc:EndUserAPI> §5.25). Like legacy it does
     /// not check `signupEnabled`.
     public func socialSignup(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
         let token = try fields.require("token")
@@ -136,7 +136,7 @@ extension EndUserFlows {
         return try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google, jwtFailure: .invalidData)
     }
 
-    /// deleteAccount's token mode (§5.24): the token must be one of the user's own provider accounts
+    /// deleteAccount's token mode (<doc:EndUserAPI> §5.24): the token must be one of the user's own provider accounts
     /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
     /// the account is a destructive step that needs a recent sign-in.
     func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> Bool {
