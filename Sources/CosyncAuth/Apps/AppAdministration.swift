@@ -29,19 +29,6 @@ public struct AppView: Sendable {
     public let updatedAt: Date
     public var product: AppProduct = .cosyncAuth
 
-    public func json() throws -> [String: JSONValue] {
-        var object = try JSONCoding.tree(state.settings).objectValue ?? [:]
-        object["product"] = .string(product.rawValue)
-        object["appId"] = .string(appId)
-        object["name"] = .string(state.name)
-        object["status"] = .string(state.status.rawValue)
-        if let appToken { object["appToken"] = .string(appToken) }
-        if let rawPublicKey { object["rawPublicKey"] = .string(rawPublicKey) }
-        object["credentials"] = .object(state.credentials.presence.mapValues { .bool($0) })
-        object["createdAt"] = .string(ISO8601.milliseconds(createdAt))
-        object["updatedAt"] = .string(ISO8601.milliseconds(updatedAt))
-        return object
-    }
 }
 
 /// Creating, reading, changing and deleting apps (tenants), and rotating their credentials. Used by

@@ -57,13 +57,6 @@ public struct AppRecords: Sendable {
         public let template: EmailTemplate
         public let isDefault: Bool
 
-        public func json() -> [String: JSONValue] {
-            [
-                "template": .string(name), "locale": .string(locale), "subject": .string(template.subject),
-                "html": .string(template.html), "text": .string(template.text), "replyTo": .string(template.replyTo),
-                "localeLinkText": .string(template.localeLinkText), "isDefault": .bool(isDefault),
-            ]
-        }
     }
 
     func checkTemplateKey(_ name: String, _ locale: String, settings: AppSettings) throws {

@@ -13,16 +13,6 @@ public struct WebhookEndpoint: Sendable {
     public let createdAt: Date
     public let updatedAt: Date
 
-    public func json() -> [String: JSONValue] {
-        [
-            "webhookId": .string(id.uuidString.lowercased()), "url": .string(url),
-            "eventTypes": .array(eventTypes.map { .string($0) }), "description": .string(description),
-            "enabled": .bool(enabled), "disabledReason": disabledReason.map { .string($0) } ?? .null,
-            "consecutiveFailures": .int(consecutiveFailures),
-            "previousSecretExpiresAt": previousSecretExpiresAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
-            "createdAt": .string(ISO8601.milliseconds(createdAt)), "updatedAt": .string(ISO8601.milliseconds(updatedAt)),
-        ]
-    }
 }
 
 /// One logged delivery attempt.
@@ -36,13 +26,6 @@ public struct WebhookAttempt: Sendable {
     public let latencyMs: Int
     public let createdAt: Date
 
-    public func json() -> [String: JSONValue] {
-        [
-            "id": .int(Int(id)), "messageId": .string(messageId), "eventType": .string(eventType), "attempt": .int(attempt),
-            "httpStatus": httpStatus.map { .int($0) } ?? .null, "error": error.map { .string($0) } ?? .null,
-            "latencyMs": .int(latencyMs), "createdAt": .string(ISO8601.milliseconds(createdAt)),
-        ]
-    }
 }
 
 /// The `webhook-id` of an event: the same for every endpoint, retry and replay.

@@ -28,14 +28,4 @@ public struct Identity: Sendable, Equatable {
     public let createdAt: Date
     public let lastUsedAt: Date?
 
-    public func json() -> [String: JSONValue] {
-        [
-            "identityId": .string(id.uuidString.lowercased()),
-            "kind": .string(kind),
-            "subject": .string(subject),
-            "email": email.map { .string($0) } ?? .null,
-            "createdAt": .string(ISO8601.milliseconds(createdAt)),
-            "lastUsedAt": lastUsedAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
-        ]
-    }
 }

@@ -55,15 +55,4 @@ extension UserAdministration {
 }
 
 extension Session {
-    public func json() -> [String: JSONValue] {
-        [
-            "sessionId": .string(id.uuidString.lowercased()),
-            "method": .string(method),
-            "clientAddress": clientAddress.map { .string($0) } ?? .null,
-            "userAgent": userAgent.map { .string($0) } ?? .null,
-            "createdAt": .string(ISO8601.milliseconds(createdAt)),
-            "lastSeenAt": .string(ISO8601.milliseconds(lastSeenAt)),
-            "expiresAt": .string(ISO8601.milliseconds(expiresAt)),
-        ]
-    }
 }

@@ -15,15 +15,6 @@ public enum AppRecordStore {
         public let expiresAt: Date
         public let createdAt: Date
 
-        public func json() -> [String: JSONValue] {
-            var object: [String: JSONValue] = [
-                "id": .string(id.uuidString.lowercased()), "handle": .string(handle), "status": .string(status),
-                "locale": .string(locale), "metaData": metaData,
-                "expiresAt": .string(ISO8601.milliseconds(expiresAt)), "createdAt": .string(ISO8601.milliseconds(createdAt)),
-            ]
-            if let senderHandle { object["senderHandle"] = .string(senderHandle) }
-            return object
-        }
     }
 
     public enum Kind: String, Sendable { case signups, invites }
@@ -113,14 +104,6 @@ public enum AppRecordStore {
         public let createdAt: Date
         public let sentAt: Date?
 
-        public func json() -> [String: JSONValue] {
-            [
-                "id": .int(Int(id)), "channel": .string(channel), "to": .string(to), "template": .string(template),
-                "subject": .string(subject), "body": .string(body), "status": .string(status), "attempts": .int(attempts),
-                "createdAt": .string(ISO8601.milliseconds(createdAt)),
-                "sentAt": sentAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
-            ]
-        }
     }
 
     public static func messages(_ db: PostgresConnection, appRef: Int64, to: String?, before: Int64?, limit: Int, logger: Logger) async throws -> [Message] {

@@ -28,26 +28,6 @@ public struct User: Sendable {
     /// changePassword kept alive while the token version moved on: the caller's own.
     public var keptTokenHash: Data? = nil
 
-    public func json() -> [String: JSONValue] {
-        var object: [String: JSONValue] = [
-            "userId": .string(id.uuidString.lowercased()),
-            "handle": .string(handle),
-            "userName": userName.map { .string($0) } ?? .null,
-            "locale": .string(locale),
-            "status": .string(status),
-            "loginProvider": .string(loginProvider),
-            "metaData": .object(metaData),
-            "phone": phone.map { .string($0) } ?? .null,
-            "phoneVerified": .bool(phoneVerified),
-            "twoFactorPhoneVerification": .bool(twoFactorPhone),
-            "twoFactorGoogleVerification": .bool(twoFactorGoogle),
-            "hasPassword": .bool(passwordHash != nil),
-            "createdAt": .string(ISO8601.milliseconds(createdAt)),
-            "updatedAt": .string(ISO8601.milliseconds(updatedAt)),
-        ]
-        object["lastLogin"] = lastLogin.map { .string(ISO8601.milliseconds($0)) } ?? .null
-        return object
-    }
 }
 
 /// Normalisation and syntax of handles and user names (<doc:EndUserAPI> §10).
