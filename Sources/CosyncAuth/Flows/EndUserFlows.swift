@@ -36,18 +36,6 @@ public struct FlowSettings: Sendable {
     public init() {}
 }
 
-/// The tokens a successful login-type call returns.
-public struct IssuedTokens: Sendable, Equatable {
-    public let jwt: String
-    public let accessToken: String
-    public var signedUserToken: String?
-}
-
-public enum LoginOutcome: Sendable, Equatable {
-    case tokens(IssuedTokens)
-    case secondFactor(loginToken: String)
-}
-
 /// The end-user flows (<doc:EndUserAPI> §5, <doc:EndUserAPI> §6). Each method takes decoded fields and returns a result
 /// or throws an `EndUserError`; none knows about HTTP.
 public struct EndUserFlows: Sendable {
@@ -75,6 +63,9 @@ public struct EndUserFlows: Sendable {
         self.logger = logger
     }
 
+}
+
+extension EndUserFlows {
     // MARK: gates
 
     /// `suspended` → 402, `migrated` → 413.
@@ -88,91 +79,6 @@ public struct EndUserFlows: Sendable {
 
     func requireActiveUser(_ user: User) throws(EndUserError) {
         guard user.status == "active" else { throw .userSuspended }
-    }
-
-    // MARK: tokens
-
-    /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
-    /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
-    func issueTokens(app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
-        let claims: [String: JSONValue]
-        do {
-            claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
-        } catch {
-            throw jwtFailure
-        }
-        let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
-        let sessionId = UUID()
-        let hours = app.settings.userJWTExpiration
-        let opened = try await Telemetry.sql("insert session") {
-            try await client.withConnection {
-                try await SessionStore.insert(
-                    $0, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
-                    origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
-            }
-        }
-        // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
-        guard opened else { throw EndUserError.invalidCredentials }
-        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
-        return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
-    }
-
-    /// `signed-user-token` (<doc:EndUserAPI> §7.5): metaData as a JSON string indented by 10 spaces, or "".
-    func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
-        var claims: [String: JSONValue] = [
-            "handle": .string(user.handle), "appId": .string(app.appId), "code": .int(Int(code) ?? 0),
-            "metaData": .string(user.metaData.isEmpty ? "" : Self.legacyIndentedJSON(.object(user.metaData))),
-        ]
-        if let senderHandle { claims["senderHandle"] = .string(senderHandle) }
-        if let senderUserId { claims["senderUserId"] = .string(senderUserId) }
-        return try await tokens.signedUserToken(claims: claims, appRef: app.ref)
-    }
-
-    static func legacyIndentedJSON(_ value: JSONValue, depth: Int = 0) -> String {
-        let pad = String(repeating: " ", count: 10 * (depth + 1))
-        let closePad = String(repeating: " ", count: 10 * depth)
-        switch value {
-        case .object(let object) where !object.isEmpty:
-            let items = object.keys.sorted().map { key in
-                "\(pad)\(quote(key)): \(legacyIndentedJSON(object[key] ?? .null, depth: depth + 1))"
-            }
-            return "{\n" + items.joined(separator: ",\n") + "\n\(closePad)}"
-        case .array(let array) where !array.isEmpty:
-            return "[\n" + array.map { pad + legacyIndentedJSON($0, depth: depth + 1) }.joined(separator: ",\n") + "\n\(closePad)]"
-        default:
-            return (try? String(decoding: JSONCoding.encode(value), as: UTF8.self)) ?? "null"
-        }
-    }
-
-    static func quote(_ key: String) -> String {
-        (try? String(decoding: JSONCoding.encode(JSONValue.string(key)), as: UTF8.self)) ?? "\"\""
-    }
-
-    // MARK: codes and passwords
-
-    func sealCode(_ code: String, purpose: String) throws -> Data { try box.seal(code, purpose: purpose) }
-
-    /// Constant-time comparison of a submitted code with a sealed one.
-    func codeMatches(_ given: String, sealed: Data?, purpose: String) -> Bool {
-        guard let sealed, let stored = try? box.openString(sealed, purpose: purpose) else { return false }
-        return Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8))
-    }
-
-    /// Verifies an md5-hex password against a stored hash: bcrypt, or a legacy raw 32-hex MD5 (which
-    /// is then upgraded to bcrypt).
-    func verifyPassword(_ md5: String, user: User) async throws -> Bool {
-        guard let stored = user.passwordHash else { return false }
-        let legacy = stored.hasPrefix(PasswordHasher.legacyDigestPrefix)
-        if PasswordHasher.isMD5Hex(stored) || legacy {
-            let given = legacy ? PasswordHasher.legacyDigest(md5Hex: md5) : md5
-            guard Secrets.constantTimeEquals(Data(given.utf8), Data(stored.utf8)) else { return false }
-            let upgraded = try await hasher.hash(md5Hex: md5, tenant: String(user.appRef))
-            try await client.withConnection {
-                try await UserStore.upgradePasswordHash($0, userId: user.id, from: stored, to: upgraded, logger: logger)
-            }
-            return true
-        }
-        return try await hasher.verify(md5Hex: md5, hash: stored, tenant: String(user.appRef))
     }
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {

@@ -1,6 +1,8 @@
 import Foundation
 import PostgresNIO
 
+// `POST login`: handle (or user name) and password.
+
 extension EndUserFlows {
     /// `POST login` (<doc:EndUserAPI> §5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
     /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
@@ -79,58 +81,5 @@ extension EndUserFlows {
             }
         }
         return .tokens(issued)
-    }
-
-    /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
-    /// challenge's SMS code is queued in the same transaction.
-    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
-        let challenge = UUID()
-        let code = phone.map { _ in Secrets.numericCode() }
-        let sealed = try code.map { try sealCode($0, purpose: "login-challenge:\(challenge)") }
-        try await client.transaction(logger: logger) { db in
-            try await SecondFactorStore.insertChallenge(
-                db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
-                lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
-            if let phone, let code {
-                try await outbox.sms(
-                    db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
-                    perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
-            }
-            try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string(factor)])
-        }
-        return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
-    }
-
-    /// `POST loginAnonymous` (<doc:EndUserAPI> §5.4): the handle must contain `ANON_`; it is matched exactly.
-    public func loginAnonymous(app: App, fields: Fields) async throws -> IssuedTokens {
-        guard let handle = fields["handle"], handle.contains("ANON_"), handle.count <= 254 else {
-            throw EndUserError.invalidCredentials
-        }
-        guard app.settings.anonymousLoginEnabled else { throw EndUserError.anonymousLoginDisabled }
-        try requireActive(app)
-        let user: User = try await client.transaction(logger: logger) { db in
-            if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, forUpdate: true, logger: logger) {
-                // Only an account that signs in anonymously with this handle: not a password or social
-                // account whose handle happens to contain ANON_, nor one upgraded or detached since.
-                guard try await IdentityStore.has(db, userId: existing.id, kind: .anonymous, subject: handle, logger: logger) else {
-                    throw EndUserError.invalidCredentials
-                }
-                return existing
-            }
-            // Another user whose handle differs only in case owns the slot: not this one's account.
-            if try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
-                throw EndUserError.invalidCredentials
-            }
-            let created = try await insertUser(db, app: app, handle: handle, passwordHash: nil, locale: Locales.defaultLocale, metadata: [:])
-            try await audit(db, app: app, handle: handle, action: "loginAnonymous.create")
-            return created
-        }
-        try requireActiveUser(user)
-        let issued = try await issueTokens(app: app, user: user, method: .anonymous)
-        try await client.withConnection { db in
-            try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
-            try await audit(db, app: app, handle: handle, action: "loginAnonymous")
-        }
-        return issued
     }
 }

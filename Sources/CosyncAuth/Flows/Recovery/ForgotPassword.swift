@@ -1,0 +1,40 @@
+import Foundation
+import PostgresNIO
+
+// `POST forgotPassword`.
+
+extension EndUserFlows {
+    /// `POST forgotPassword` (<doc:EndUserAPI> §5.12): e-mails a reset code to the account of a handle or user name.
+    /// At most `resetMailsPerAccountPerHour` per account and `resetRequestsPerAddressPerHour` per client
+    /// address (each taken atomically with the code's insert; over either, `rateLimited` and nothing
+    /// is stored or sent).
+    public func forgotPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
+        let identifier = Input.handle(try fields.require("handle"))
+        try requireActive(app)
+        if !identifier.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
+        guard let user = try await client.withConnection({
+            try await UserStore.user($0, appRef: app.ref, handleOrUserName: identifier, logger: logger)
+        }) else { throw EndUserError.accountDoesNotExist }
+        let code = Secrets.numericCode()
+        try await client.transaction(logger: logger) { db in
+            if let clientAddress {
+                guard try await ThrottleStore.take(
+                    db, appRef: app.ref, subject: "forgot-ip:\(clientAddress)", limit: settings.resetRequestsPerAddressPerHour,
+                    windowSeconds: 3600, logger: logger)
+                else { throw EndUserError.rateLimited }
+            }
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "forgot:\(user.id)", limit: settings.resetMailsPerAccountPerHour, windowSeconds: 3600,
+                logger: logger)
+            else { throw EndUserError.rateLimited }
+            let sealed = try sealCode(code, purpose: "reset-code:\(app.appId):\(identifier)")
+            try await ResetCodeStore.insertResetCode(
+                db, appRef: app.ref, userId: user.id, identifier: identifier, codeSealed: sealed,
+                lifetimeSeconds: settings.resetCodeLifetime, logger: logger)
+            try await outbox.email(
+                db, app: app, template: "resetPassword", locale: user.locale, to: user.handle,
+                values: ["HANDLE": identifier, "CODE": code], logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "forgotPassword")
+        }
+    }
+}

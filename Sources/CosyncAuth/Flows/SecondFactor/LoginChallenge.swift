@@ -1,0 +1,26 @@
+import Foundation
+import PostgresNIO
+
+// The second step a login may need: a login challenge and its login-token.
+
+extension EndUserFlows {
+    /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
+    /// challenge's SMS code is queued in the same transaction.
+    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
+        let challenge = UUID()
+        let code = phone.map { _ in Secrets.numericCode() }
+        let sealed = try code.map { try sealCode($0, purpose: "login-challenge:\(challenge)") }
+        try await client.transaction(logger: logger) { db in
+            try await SecondFactorStore.insertChallenge(
+                db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
+                lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
+            if let phone, let code {
+                try await outbox.sms(
+                    db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
+                    perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
+            }
+            try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string(factor)])
+        }
+        return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
+    }
+}

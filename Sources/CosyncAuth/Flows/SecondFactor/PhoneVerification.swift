@@ -1,0 +1,107 @@
+import Foundation
+import PostgresNIO
+
+// `POST setPhone`, `verifyPhone` and `setTwoFactorPhoneVerification`.
+
+extension EndUserFlows {
+    /// An app that must send SMS through Twilio needs its credentials before anything changes.
+    func requireSMSCapability(_ app: App) async throws {
+        guard settings.smsNeedsProviderCredentials else { return }
+        let credentials = try apps.openCredentials(app.credentialsSealed, appId: app.appId)
+        guard TwilioTransport.canSend(with: credentials) else {
+            logger.warning("SMS requested but the app has no Twilio credentials", metadata: ["app": "\(app.appId)"])
+            throw EndUserError.internalError
+        }
+    }
+
+    /// E.164 after the <doc:EndUserAPI> §1.3 repair (a leading space was a `+`): `+` and 8–15 digits, else nil.
+    static func e164(_ raw: String) -> String? {
+        let phone = Identifiers.repairedPhone(raw)
+        guard phone.hasPrefix("+") else { return nil }
+        let digits = phone.dropFirst()
+        guard (8...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else { return nil }
+        return phone
+    }
+
+    /// `POST setPhone` (<doc:EndUserAPI> §5.16): stores the number unverified and texts a code (expires after
+    /// `phoneCodeLifetime`, at most `maxCodeAttempts` wrong tries). The same number, already verified
+    /// by the caller, answers true without an SMS. Counted against the app's daily SMS cap.
+    public func setPhone(caller: AuthenticatedCaller, fields: Fields) async throws {
+        let (app, user) = (caller.app, caller.user)
+        let raw = try fields.require("phone")
+        try requireActive(app)
+        guard app.settings.twoFactorVerification == .phone else { throw EndUserError.phoneTwoFactorDisabled }
+        guard let phone = Self.e164(raw) else { throw EndUserError.invalidData }
+        if user.phone == phone && user.phoneVerified { return }
+        let taken = try await client.withConnection {
+            try await SecondFactorStore.phoneVerifiedByOther($0, appRef: app.ref, phone: phone, userId: user.id, logger: logger)
+        }
+        if taken { throw EndUserError.phoneInUse }
+        try await requireSMSCapability(app)
+        let code = Secrets.numericCode()
+        let sealed = try sealCode(code, purpose: "phone-code:\(user.id)")
+        try await client.transaction(logger: logger) { db in
+            try await SecondFactorStore.setPendingPhone(
+                db, userId: user.id, phone: phone, codeSealed: sealed, lifetimeSeconds: settings.phoneCodeLifetime, logger: logger)
+            try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
+                perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "setPhone")
+        }
+    }
+
+    /// `POST verifyPhone` (<doc:EndUserAPI> §5.17).
+    /// The contract checks `code` before the token, so the caller is resolved only after it.
+    public func verifyPhone(caller resolve: () async throws -> AuthenticatedCaller, fields: Fields) async throws {
+        let given = try fields.require("code")
+        let caller = try await resolve()
+        let (app, user) = (caller.app, caller.user)
+        let code = try Input.code(given)
+        try requireActive(app)
+        enum Outcome { case verified, wrong, taken }
+        let outcome: Outcome
+        do {
+            outcome = try await client.transaction(logger: logger) { db in
+                guard let pending = try await SecondFactorStore.lockPhoneCode(db, userId: user.id, logger: logger),
+                    let phone = pending.phone, pending.sealed != nil
+                else { return .wrong }
+                if try await SecondFactorStore.phoneVerifiedByOther(db, appRef: app.ref, phone: phone, userId: user.id, logger: logger) {
+                    return .taken
+                }
+                guard !pending.expired, pending.attempts < settings.maxCodeAttempts,
+                    codeMatches(code, sealed: pending.sealed, purpose: "phone-code:\(user.id)")
+                else {
+                    try await SecondFactorStore.countFailedPhoneCode(db, userId: user.id, logger: logger)
+                    try await audit(db, app: app, handle: user.handle, action: "verifyPhone", status: "error", detail: ["reason": .string("wrong code")])
+                    return .wrong
+                }
+                try await SecondFactorStore.markPhoneVerified(db, userId: user.id, logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "verifyPhone")
+                return .verified
+            }
+        } catch let error as PSQLError where error.uniqueViolationConstraint == "users_app_verified_phone" {
+            outcome = .taken  // another user verified the same number at the same moment
+        }
+        switch outcome {
+        case .verified: return
+        case .wrong: throw EndUserError.invalidData
+        case .taken: throw EndUserError.phoneInUse
+        }
+    }
+
+    /// `twoFactor` is true when it is the string or JSON value `true`.
+    static func wantsOn(_ fields: Fields) -> Bool { fields["twoFactor"]?.lowercased() == "true" }
+
+    /// `POST setTwoFactorPhoneVerification` (<doc:EndUserAPI> §5.18): phone 2FA only, in an app of mode `phone`.
+    public func setTwoFactorPhoneVerification(caller: AuthenticatedCaller, fields: Fields) async throws {
+        let (app, user) = (caller.app, caller.user)
+        try requireActive(app)
+        guard app.settings.twoFactorVerification == .phone else { throw EndUserError.phoneTwoFactorDisabled }
+        let on = Self.wantsOn(fields)
+        if on && !user.phoneVerified { throw EndUserError.phoneNotVerified }
+        try await client.transaction(logger: logger) { db in
+            try await SecondFactorStore.setTwoFactor(db, userId: user.id, phone: on, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "setTwoFactorPhoneVerification", detail: ["enabled": .bool(on)])
+            try await Events.record(db, app: app, type: on ? .userSecondFactorEnabled : .userSecondFactorDisabled, user: user, data: ["factor": .string("phone")], logger: logger)
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import PostgresNIO
+
+// `POST changePassword`.
+
+extension EndUserFlows {
+    /// `POST changePassword` (<doc:EndUserAPI> §5.14): every failure is `invalidData` (legacy). Success ends every
+    /// other session of the user and keeps the caller's, so the app's own access token goes on working
+    /// (the shipped SDKs cannot get a new one without asking the user to log in again).
+    /// The current password is checked under the same reserved limit as a login of that account
+    /// (`LoginThrottle`), so a stolen access token does not give unlimited guesses.
+    public func changePassword(caller: AuthenticatedCaller, fields: Fields, clientAddress: String? = nil) async throws {
+        let (app, user) = (caller.app, caller.user)
+        guard let current = fields["password"], let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
+        let md5 = try Input.md5(new)
+        try requireActive(app)
+        try requireActiveUser(user)
+        let throttle = LoginThrottle(flows: self, app: app, handle: user.handle.lowercased(), address: clientAddress)
+        guard try await throttle.reserve() else {
+            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("locked")])
+            throw EndUserError.invalidData
+        }
+        guard try await throttle.check({ try await verifyPassword(current, user: user) }) else {
+            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("wrong password")])
+            throw EndUserError.invalidData
+        }
+        let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
+        try await client.transaction(logger: logger) { db in
+            let ended = try await UserStore.setPassword(
+                db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
+                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger) ?? []
+            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "changePassword")
+            try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import Foundation
+import PostgresNIO
+
+// `POST setUserMetadata`.
+
+extension EndUserFlows {
+    /// `POST setUserMetadata` (<doc:EndUserAPI> §5.23, recommended rules of <doc:EndUserAPI> §9.4).
+    /// The contract checks `metaData` before the token, so the caller is resolved only after it.
+    public func setUserMetadata(caller resolve: () async throws -> AuthenticatedCaller, fields: Fields) async throws {
+        guard let parsed = Metadata.parse(fields["metaData"]), let input = parsed else { throw EndUserError.invalidData }
+        let caller = try await resolve()
+        let (app, user) = (caller.app, caller.user)
+        try requireActive(app)
+        try requireActiveUser(user)
+        guard !app.settings.metaData.isEmpty else { throw EndUserError.invalidData }
+        let updated = try Metadata.update(user.metaData, with: input, fields: app.settings.metaData)
+        try await client.transaction(logger: logger) { db in
+            try await UserStore.setMetadata(db, userId: user.id, metadata: updated, logger: logger)
+            try await audit(db, app: app, handle: user.handle, action: "setUserMetadata")
+            try await Events.record(db, app: app, type: .userUpdated, user: user, data: ["fields": .array([.string("metaData")])], logger: logger)
+        }
+    }
+}

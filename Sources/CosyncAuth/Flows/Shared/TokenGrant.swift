@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+// The tokens a successful sign-in answers: the user JWT, the session and its access token, and the signed-user-token.
+
+/// The tokens a successful login-type call returns.
+public struct IssuedTokens: Sendable, Equatable {
+    public let jwt: String
+    public let accessToken: String
+    public var signedUserToken: String?
+}
+
+public enum LoginOutcome: Sendable, Equatable {
+    case tokens(IssuedTokens)
+    case secondFactor(loginToken: String)
+}
+
+extension EndUserFlows {
+    /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
+    /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
+    func issueTokens(app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
+        let claims: [String: JSONValue]
+        do {
+            claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
+        } catch {
+            throw jwtFailure
+        }
+        let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
+        let sessionId = UUID()
+        let hours = app.settings.userJWTExpiration
+        let opened = try await Telemetry.sql("insert session") {
+            try await client.withConnection {
+                try await SessionStore.insert(
+                    $0, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
+                    origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
+            }
+        }
+        // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
+        guard opened else { throw EndUserError.invalidCredentials }
+        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
+        return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
+    }
+
+    /// `signed-user-token` (<doc:EndUserAPI> §7.5): metaData as a JSON string indented by 10 spaces, or "".
+    func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
+        var claims: [String: JSONValue] = [
+            "handle": .string(user.handle), "appId": .string(app.appId), "code": .int(Int(code) ?? 0),
+            "metaData": .string(user.metaData.isEmpty ? "" : Self.legacyIndentedJSON(.object(user.metaData))),
+        ]
+        if let senderHandle { claims["senderHandle"] = .string(senderHandle) }
+        if let senderUserId { claims["senderUserId"] = .string(senderUserId) }
+        return try await tokens.signedUserToken(claims: claims, appRef: app.ref)
+    }
+
+    static func legacyIndentedJSON(_ value: JSONValue, depth: Int = 0) -> String {
+        let pad = String(repeating: " ", count: 10 * (depth + 1))
+        let closePad = String(repeating: " ", count: 10 * depth)
+        switch value {
+        case .object(let object) where !object.isEmpty:
+            let items = object.keys.sorted().map { key in
+                "\(pad)\(quote(key)): \(legacyIndentedJSON(object[key] ?? .null, depth: depth + 1))"
+            }
+            return "{\n" + items.joined(separator: ",\n") + "\n\(closePad)}"
+        case .array(let array) where !array.isEmpty:
+            return "[\n" + array.map { pad + legacyIndentedJSON($0, depth: depth + 1) }.joined(separator: ",\n") + "\n\(closePad)]"
+        default:
+            return (try? String(decoding: JSONCoding.encode(value), as: UTF8.self)) ?? "null"
+        }
+    }
+
+    static func quote(_ key: String) -> String {
+        (try? String(decoding: JSONCoding.encode(JSONValue.string(key)), as: UTF8.self)) ?? "\"\""
+    }
+}

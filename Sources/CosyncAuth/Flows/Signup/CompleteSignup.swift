@@ -1,0 +1,58 @@
+import Foundation
+import PostgresNIO
+
+// `POST completeSignup` and its e-mailed link: the code turns a pending signup into an account.
+
+/// Result of completing a signup; the GET (link) variant also needs the HTML page.
+public struct CompletedSignup: Sendable {
+    public let tokens: IssuedTokens
+    public let clickThroughHTML: String
+}
+
+extension EndUserFlows {
+    private enum CodeCheck {
+        case ok(User, PendingStore.Pending)
+        case failed(EndUserError)
+    }
+
+    /// `POST completeSignup` (<doc:EndUserAPI> §5.6) and the link's `GET completeSignup` (<doc:EndUserAPI> §5.7).
+    public func completeSignup(app: App, fields: Fields) async throws -> CompletedSignup {
+        let handle = Input.handle(try fields.require("handle"))
+        let code = try Input.code(try fields.require("code"))
+        try requireActive(app)
+        guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }
+        // Wrong codes are counted in a transaction that commits; the error is thrown afterwards.
+        let check: CodeCheck = try await client.transaction(logger: logger) { db in
+            guard let pending = try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger) else {
+                let verified = try await PendingStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
+                let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger)
+                if verified || existing != nil { return .failed(.handleAlreadyRegistered) }
+                return .failed(.invalidData)
+            }
+            guard pending.attempts < settings.maxCodeAttempts else { return .failed(.invalidData) }
+            guard codeMatches(code, sealed: pending.codeSealed, purpose: "signup-code:\(pending.id)") else {
+                try await PendingStore.countFailedCode(db, .signups, id: pending.id, logger: logger)
+                try await audit(db, app: app, handle: handle, action: "completeSignup", status: "error", detail: ["reason": .string("wrong code")])
+                return .failed(.invalidData)
+            }
+            guard pending.expiresAt > Date() else { return .failed(.signupCodeExpired) }
+            let user = try await insertUser(
+                db, app: app, handle: handle, passwordHash: pending.passwordHash, locale: pending.locale, metadata: pending.metadata)
+            try await PendingStore.markVerified(db, .signups, id: pending.id, logger: logger)
+            try await outbox.email(db, app: app, template: "signUpSuccess", locale: pending.locale, to: handle, values: ["HANDLE": handle], logger: logger)
+            try await audit(db, app: app, handle: handle, action: "completeSignup")
+            return .ok(user, pending)
+        }
+        switch check {
+        case .failed(let error): throw error
+        case .ok(let user, let pending):
+            var issued = try await issueTokens(app: app, user: user, method: .signup, jwtFailure: .invalidData)
+            issued.signedUserToken = try await signedUserToken(app: app, user: user, code: code)
+            let page = try await client.withConnection { db in
+                try await Outbox.template(db, appRef: app.ref, name: "clickThrough", locale: pending.locale, logger: logger)
+            }
+            let html = Outbox.render(page.html, ["APP_NAME": app.name, "HANDLE": handle, "CODE": code], html: true)
+            return CompletedSignup(tokens: issued, clickThroughHTML: html)
+        }
+    }
+}

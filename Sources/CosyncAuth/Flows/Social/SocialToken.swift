@@ -1,0 +1,57 @@
+import Foundation
+import PostgresNIO
+
+// What social login and signup share: the provider, its audiences, and the token check.
+
+extension EndUserFlows {
+    /// The provider named by the body (`apple` | `google`, else `invalidData`) or implied by an alias path.
+    static func provider(_ fields: Fields, implied: SocialProvider?) throws(EndUserError) -> SocialProvider {
+        if let implied { return implied }
+        guard let provider = SocialProvider(rawValue: try fields.require("provider")) else { throw .invalidData }
+        return provider
+    }
+
+    /// The app's audiences for a provider, or the 415/416 gate when the provider is off or unset.
+    static func audiences(_ app: App, _ provider: SocialProvider, gate: Bool = true) throws(EndUserError) -> [String] {
+        let s = app.settings
+        let (enabled, list, refusal): (Bool, String, EndUserError) = switch provider {
+        case .apple: (s.appleLoginEnabled, s.appleBundleId, .appleLoginDisabled)
+        case .google: (s.googleLoginEnabled, s.googleClientId, .googleLoginDisabled)
+        }
+        let audiences = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if gate && (!enabled || audiences.isEmpty) { throw refusal }
+        return audiences
+    }
+
+    /// The account-exists code for an existing user of another provider (610–612).
+    static func accountExists(_ user: User) -> EndUserError {
+        switch user.loginProvider {
+        case "google": .googleAccountExists
+        case "apple": .appleAccountExists
+        default: .emailAccountExists
+        }
+    }
+
+    func verifySocial(_ token: String, _ provider: SocialProvider, audiences: [String]) async throws -> SocialIdentity {
+        guard let identity = await social.verify(token, provider: provider, audiences: audiences) else {
+            throw EndUserError.invalidSocialToken
+        }
+        return identity
+    }
+
+    /// deleteAccount's token mode (<doc:EndUserAPI> §5.24): the token must be one of the user's own provider accounts
+    /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
+    /// the account is a destructive step that needs a recent sign-in.
+    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> Bool {
+        let identities = try await client.withConnection { try await IdentityStore.list($0, appRef: app.ref, userId: user.id, logger: logger) }
+        let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == p.rawValue } }
+        guard !providers.isEmpty else { throw EndUserError.invalidData }
+        for provider in providers {
+            let audiences = try Self.audiences(app, provider, gate: false)
+            guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { continue }
+            let fresh = identity.issuedAt.map { Date().timeIntervalSince($0) <= Double(app.settings.freshAuthMinutes) * 60 } ?? false
+            return fresh && identities.contains { $0.kind == provider.rawValue && $0.subject == identity.subject }
+        }
+        return false
+    }
+}
