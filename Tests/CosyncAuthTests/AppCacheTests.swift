@@ -79,7 +79,7 @@ struct AppCacheTests {
 
         // Suspension.
         _ = try await a.apps.update(appId: appId, patch: ["status": .string("suspended")], actor: "test")
-        let suspendedSeen = try await timeUntil { try await b.apps.app(forToken: token)?.status == "suspended" }
+        let suspendedSeen = try await timeUntil { try await b.apps.app(forToken: token)?.status == .suspended }
         #expect(try #require(suspendedSeen) < .seconds(1))
         _ = try await a.apps.update(appId: appId, patch: ["status": .string("active")], actor: "test")
 

@@ -133,7 +133,7 @@ public struct AppAdministration: Sendable {
 
     func state(of row: App) throws -> AppState {
         AppState(
-            name: row.name, status: AppState.Status(rawValue: row.status) ?? .suspended, settings: row.settings,
+            name: row.name, status: row.status, settings: row.settings,
             credentials: try openCredentials(row.credentialsSealed, appId: row.appId))
     }
 

@@ -5,7 +5,7 @@ import Foundation
 /// throws a `FieldError` naming the first bad field; the original is never touched, so a rejected
 /// patch changes nothing.
 public struct AppState: Sendable, Equatable {
-    public enum Status: String, Codable, Sendable, CaseIterable { case active, suspended, migrated }
+    public typealias Status = AppStatus
 
     public var name: String
     public var status: Status

@@ -71,14 +71,14 @@ extension EndUserFlows {
     /// `suspended` → 402, `migrated` → 413.
     func requireActive(_ app: App) throws(EndUserError) {
         switch app.status {
-        case "active": return
-        case "migrated": throw .appMigrated
+        case .active: return
+        case .migrated: throw .appMigrated
         default: throw .appSuspended
         }
     }
 
     func requireActiveUser(_ user: User) throws(EndUserError) {
-        guard user.status == "active" else { throw .userSuspended }
+        guard user.status == .active else { throw .userSuspended }
     }
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {

@@ -9,7 +9,7 @@ public struct App: Sendable {
     public let ref: Int64
     public let appId: String
     public let name: String
-    public let status: String
+    public let status: AppStatus
     public let settings: AppSettings
     public let appSecretHash: Data
     public let credentialsSealed: Data?
@@ -17,6 +17,17 @@ public struct App: Sendable {
     public let updatedAt: Date
     /// The API this app serves; chosen at creation, never changed.
     public var product: AppProduct = .cosyncAuth
+}
+
+/// Whether an app serves: `suspended` apps answer 402 and `migrated` apps 413 on the end-user API
+/// (the legacy wire names `suspended` "inactive"). A value the code does not know reads as suspended.
+public enum AppStatus: String, Codable, Sendable, CaseIterable {
+    case active, suspended, migrated
+
+    init(stored: String) { self = AppStatus(rawValue: stored) ?? .suspended }
+
+    /// The name the legacy end-user wire uses (`getApplication`, AppKey `GET app`).
+    public var legacyName: String { self == .suspended ? "inactive" : rawValue }
 }
 
 /// The two end-user APIs an app can serve (<doc:AppKeyAPI> §1.1).
@@ -37,7 +48,7 @@ public enum AppStore {
         {
             result.append(
                 App(
-                    ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
+                    ref: ref, appId: appId, name: name, status: AppStatus(stored: status), settings: settings, appSecretHash: secretHash,
                     credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
                     product: AppProduct(rawValue: product) ?? .cosyncAuth))
         }
@@ -174,7 +185,7 @@ public enum AppStore {
             (Int64, String, String, String, AppSettings, Data, Data?, Date, Date, String, Date?).self)
         {
             let row = App(
-                ref: ref, appId: appId, name: name, status: status, settings: settings, appSecretHash: secretHash,
+                ref: ref, appId: appId, name: name, status: AppStatus(stored: status), settings: settings, appSecretHash: secretHash,
                 credentialsSealed: credentials, createdAt: createdAt, updatedAt: updatedAt,
                 product: AppProduct(rawValue: product) ?? .cosyncAuth)
             return (row, expiresAt)

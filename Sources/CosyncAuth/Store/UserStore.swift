@@ -25,7 +25,7 @@ public enum UserStore {
             let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.9.utf8))) ?? [:]
             users.append(
                 User(
-                    id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: c.6,
+                    id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: UserStatus(stored: c.6),
                     loginProvider: c.7, socialUserId: c.8, metaData: metadata, phone: c.10, phoneVerified: c.11,
                     twoFactorPhone: c.12, twoFactorGoogle: c.13, tokenVersion: c.14, lastLogin: c.15, createdAt: c.16,
                     updatedAt: c.17, jwtSubject: c.18, keptTokenHash: c.19))
@@ -90,7 +90,7 @@ public enum UserStore {
         let metadata = try metadataText(user.metaData)
         let rows = try await db.query(
             """
-            UPDATE users SET user_name = \(user.userName), locale = \(user.locale), status = \(user.status),
+            UPDATE users SET user_name = \(user.userName), locale = \(user.locale), status = \(user.status.rawValue),
                 metadata = \(metadata)::jsonb, token_version = \(user.tokenVersion), kept_token_hash = \(user.keptTokenHash),
                 updated_at = now()
             WHERE app_ref = \(user.appRef) AND id = \(user.id) RETURNING \(unescaped: columns)

@@ -1,5 +1,12 @@
 import Foundation
 
+/// Whether a user may sign in. A value the code does not know reads as suspended.
+public enum UserStatus: String, Codable, Sendable, CaseIterable {
+    case active, suspended
+
+    init(stored: String) { self = UserStatus(rawValue: stored) ?? .suspended }
+}
+
 /// An end user of one app. The password hash and TOTP secret stay inside the server: `json()` never
 /// shows them.
 public struct User: Sendable {
@@ -9,7 +16,7 @@ public struct User: Sendable {
     public var userName: String?
     public var passwordHash: String?
     public var locale: String
-    public var status: String
+    public var status: UserStatus
     public var loginProvider: String
     public var socialUserId: String?
     public var metaData: [String: JSONValue]

@@ -87,12 +87,12 @@ public struct UserAdministration: Sendable {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "cannot be changed here"))
         }
         // Validate everything before touching the database.
-        var status: String?
+        var status: UserStatus?
         if let value = patch["status"] {
-            guard let text = value.stringValue, ["active", "suspended"].contains(text) else {
+            guard let parsed = value.stringValue.flatMap(UserStatus.init(rawValue:)) else {
                 throw AdminFailure.invalid(FieldError("status", "invalid_value", "must be active or suspended"))
             }
-            status = text
+            status = parsed
         }
         let metaData = try Self.metaData(patch["metaData"])
         let userName = try Self.userName(patch["userName"])
@@ -104,7 +104,7 @@ public struct UserAdministration: Sendable {
                 }
                 if let status, status != user.status {
                     user.status = status
-                    if status == "suspended" {  // suspension ends every session and access token
+                    if status == .suspended {  // suspension ends every session and access token
                         user.tokenVersion += 1
                         user.keptTokenHash = nil
                         let ended = try await SessionStore.deleteAll(db, userId: user.id, logger: logger)
@@ -119,7 +119,7 @@ public struct UserAdministration: Sendable {
                     db, appRef: app.ref, appId: appId, actor: actor, action: "user.update",
                     detail: ["userId": .string(userId.lowercased()), "fields": .array(patch.keys.sorted().map { .string($0) })],
                     logger: logger)
-                try await Events.record(db, app: app, type: status == "suspended" ? .userSuspended : .userUpdated, user: updated, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
+                try await Events.record(db, app: app, type: status == .suspended ? .userSuspended : .userUpdated, user: updated, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
                 return updated
             }
         } catch let error as PSQLError {

@@ -83,7 +83,7 @@ extension User {
             "handle": .string(handle),
             "userName": userName.map { .string($0) } ?? .null,
             "locale": .string(locale),
-            "status": .string(status),
+            "status": .string(status.rawValue),
             "loginProvider": .string(loginProvider),
             "metaData": .object(metaData),
             "phone": phone.map { .string($0) } ?? .null,

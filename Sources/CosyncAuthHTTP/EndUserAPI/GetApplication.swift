@@ -19,7 +19,7 @@ struct GetApplication {
     /// The ✔ fields of <doc:EndUserAPI> §5.1 plus the recommended extras; nothing secret.
     static func publicSettings(_ app: App) -> [String: JSONValue] {
         let s = app.settings
-        let status = app.status == "suspended" ? "inactive" : app.status
+        let status = app.status.legacyName
         let fields: [String: JSONValue] = [
             "name": .string(app.name), "status": .string(status),
             "signupEnabled": .bool(s.signupEnabled), "invitationEnabled": .bool(s.invitationEnabled),

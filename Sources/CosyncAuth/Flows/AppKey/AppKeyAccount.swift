@@ -5,13 +5,13 @@ extension AppKeyFlows {
     /// K1 `GET app`: the app's public settings (<doc:AppKeyAPI> §2.1). Answers for a migrated app too.
     public func getApp(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
         let app = try await app(credentials, gates: false)
-        guard app.status == "active" || app.status == "migrated" else { throw AppKeyError.appSuspended }
+        guard app.status != .suspended else { throw AppKeyError.appSuspended }
         let view = try await flows.apps.view(appId: app.appId)
         let s = app.settings
         let first: (String) -> String? = { list in list.split(separator: ",").first.map { String($0) } }
         var object: [String: JSONValue] = [
             "appId": .string(app.appId), "displayAppId": .string(Self.displayAppId(app)), "name": .string(app.name),
-            "userId": .string(""), "status": .string(app.status == "suspended" ? "inactive" : app.status),
+            "userId": .string(""), "status": .string(app.status.legacyName),
             "handleType": .string(s.handleType.rawValue), "emailExtension": .bool(s.emailExtension),
             "appPublicKey": .string(view.rawPublicKey ?? ""), "signup": .string(s.signupEnabled ? "open" : "invite"),
             "anonymousLoginEnabled": .bool(s.anonymousLoginEnabled), "userNamesEnabled": .bool(s.userNamesEnabled),

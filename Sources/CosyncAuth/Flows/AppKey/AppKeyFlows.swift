@@ -66,8 +66,8 @@ public struct AppKeyFlows: Sendable {
 
     func requireActive(_ app: App) throws(AppKeyError) {
         switch app.status {
-        case "active": return
-        case "migrated": throw .appMigrated
+        case .active: return
+        case .migrated: throw .appMigrated
         default: throw .appSuspended
         }
     }
@@ -109,7 +109,7 @@ public struct AppKeyFlows: Sendable {
             return (user, opened)
         }
         guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
-        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        guard user.status == .active else { throw AppKeyError.accountSuspended }
         return Caller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
     }
 
@@ -126,7 +126,7 @@ public struct AppKeyFlows: Sendable {
             else { return nil }
             return (user, created)
         }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
-        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        guard user.status == .active else { throw AppKeyError.accountSuspended }
         return Caller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
     }
 
@@ -157,7 +157,7 @@ public struct AppKeyFlows: Sendable {
         }()
         var object: [String: JSONValue] = [
             "appUserId": .string(AppKeyIds.wire(user.id)), "appId": .string(app.appId), "handle": .string(user.handle),
-            "displayName": .string(displayName), "status": .string(user.status), "loginProvider": .string(loginProvider(user)),
+            "displayName": .string(displayName), "status": .string(user.status.rawValue), "loginProvider": .string(loginProvider(user)),
             "authenticators": .array(passkeys.map { .object(passkeyObject($0)) }), "locale": .string(user.locale),
             "isAnonymous": .bool(profile?.isAnonymous ?? false),
             "createdAt": .string(ISO8601.milliseconds(user.createdAt)), "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),

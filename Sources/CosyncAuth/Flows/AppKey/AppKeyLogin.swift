@@ -21,7 +21,7 @@ extension AppKeyFlows {
             guard user != nil else { throw AppKeyError.userNameDoesNotExist }
         }
         guard let user else { throw AppKeyError.accountDoesNotExist }
-        guard user.status == "active" else { throw AppKeyError.accountSuspended }
+        guard user.status == .active else { throw AppKeyError.accountSuspended }
         switch user.loginProvider {
         case "apple": throw AppKeyError.appleAccountExists
         case "google": throw AppKeyError.googleAccountExists

@@ -87,7 +87,7 @@ extension AppKeyFlows {
                 throw AppKeyError.invalidToken
             }
         }
-        guard match.user.status == "active" else { throw AppKeyError.accountSuspended }
+        guard match.user.status == .active else { throw AppKeyError.accountSuspended }
         return match.user
     }
 

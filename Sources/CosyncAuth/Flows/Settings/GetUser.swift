@@ -13,7 +13,7 @@ extension EndUserFlows {
             "handle": .string(user.handle), "loginProvider": .string(user.loginProvider), "locale": .string(user.locale),
             "twoFactorPhoneVerification": .bool(user.twoFactorPhone), "twoFactorGoogleVerification": .bool(user.twoFactorGoogle),
             "appId": .string(app.appId), "phoneVerified": .bool(user.phoneVerified), "metaData": .object(user.metaData),
-            "status": .string(user.status), "createdAt": .string(ISO8601.milliseconds(user.createdAt)),
+            "status": .string(user.status.rawValue), "createdAt": .string(ISO8601.milliseconds(user.createdAt)),
             "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),
         ]
         if let userName = user.userName { object["userName"] = .string(userName) }
