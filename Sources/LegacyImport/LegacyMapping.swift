@@ -66,20 +66,10 @@ enum LegacyMapping {
 
     /// Handles are trimmed and lower-cased; in an e-mail handle a space was a `+` (<doc:EndUserAPI> §1.3, §11.3).
     /// `ANON_` handles are matched exactly by loginAnonymous and stay as they are.
-    static func handle(_ raw: String) -> String {
-        if raw.contains("ANON_") { return raw.trimmingCharacters(in: .whitespacesAndNewlines) }
-        var handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        if handle.contains("@") { handle = handle.replacingOccurrences(of: " ", with: "+") }
-        return handle
-    }
+    static func handle(_ raw: String) -> String { Identifiers.handle(raw, keepingAnonymous: true) }
 
     /// E.164 with the leading space that stood for `+` repaired; nil when it is not a phone number.
-    static func phone(_ raw: String?) -> String? {
-        guard let raw else { return nil }
-        let phone = Identifiers.repairedPhone(raw)
-        guard phone.hasPrefix("+"), (8...16).contains(phone.count), phone.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return phone
-    }
+    static func phone(_ raw: String?) -> String? { raw.flatMap { Identifiers.phone($0) } }
 
     static func locale(_ raw: String?) -> String {
         let locale = (raw ?? "").trimmingCharacters(in: .whitespaces).uppercased()

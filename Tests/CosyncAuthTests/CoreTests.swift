@@ -64,6 +64,25 @@ struct CoreTests {
         #expect(Identifiers.normalizedUserName("7bob") == nil && Identifiers.normalizedUserName("bo@b") == nil)
     }
 
+    @Test("one handle rule and one phone rule for the wire, the admin API, AppKey and the import")
+    func identifierRules() {
+        #expect(Identifiers.handle("  Jo Doe@Example.COM ") == "jo+doe@example.com")
+        #expect(Identifiers.handle(" ANON_Ab12 ") == "anon_ab12")
+        #expect(Identifiers.handle(" ANON_Ab12 ", keepingAnonymous: true) == "ANON_Ab12")
+        #expect(Identifiers.normalizedHandle("Jo@Example.com") == "jo@example.com")
+        #expect(Identifiers.normalizedHandle("jo doe@example.com") == nil)
+        // E.164: + then 7-15 digits, never a leading 0; a leading space was the SDK's unescaped +.
+        #expect(Identifiers.phone(" 4915112345678") == "+4915112345678")
+        #expect(Identifiers.phone("+4915112345678") == "+4915112345678")
+        #expect(Identifiers.phone("+1234567") == "+1234567")
+        #expect(Identifiers.phone("+123456") == nil)
+        #expect(Identifiers.phone("+1234567890123456") == nil)
+        #expect(Identifiers.phone("+0123456789") == nil)
+        #expect(Identifiers.phone("4915112345678") == nil)
+        #expect(Identifiers.phone("+49 151") == nil)
+        #expect(Identifiers.phone("+４９１５１１２３４５６７８") == nil)
+    }
+
     @Test("SQL scripts split at top-level semicolons only")
     func sqlScript() {
         let script = """

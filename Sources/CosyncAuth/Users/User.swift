@@ -36,32 +36,3 @@ public struct User: Sendable {
     public var keptTokenHash: Data? = nil
 
 }
-
-/// Normalisation and syntax of handles and user names (<doc:EndUserAPI> §10).
-public enum Identifiers {
-    /// Lower-case and trimmed; 1–254 characters without spaces or control characters.
-    public static func normalizedHandle(_ raw: String) -> String? {
-        let handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        guard !handle.isEmpty, handle.count <= 254,
-            !handle.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
-        else { return nil }
-        return handle
-    }
-
-    /// A phone number as typed or stored, trimmed, with the `+` put back where the SDK's unescaped
-    /// `+` arrived as a space (<doc:EndUserAPI> §1.3); not validated.
-    public static func repairedPhone(_ raw: String) -> String {
-        let phone = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        if let first = phone.first, first.isNumber, raw.first == " " || raw.first == "+" { return "+" + phone }
-        return phone
-    }
-
-    /// Lower-case and trimmed; must match `^[a-z][a-z0-9]*$`, at most 64 characters.
-    public static func normalizedUserName(_ raw: String) -> String? {
-        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first), name.count <= 64,
-            name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) })
-        else { return nil }
-        return name
-    }
-}

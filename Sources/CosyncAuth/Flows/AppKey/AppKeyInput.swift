@@ -85,9 +85,9 @@ public enum AppKeyHandle: Sendable, Equatable {
             stripped.dropFirst(stripped.first == "+" ? 1 : 0).first != "+"
         {
             let digits = stripped.hasPrefix("+") ? String(stripped.dropFirst()) : stripped
-            let e164 = "+" + digits
-            guard (7...15).contains(digits.count), digits.first != "0" else { return nil }
-            return .phone(e164)
+            // AppKey accepts separators and a missing `+`; the number itself follows the one phone rule.
+            guard let phone = Identifiers.phone("+" + digits) else { return nil }
+            return .phone(phone)
         }
         guard userNames else { return nil }
         return .userName(text.lowercased())

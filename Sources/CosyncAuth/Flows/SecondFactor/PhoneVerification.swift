@@ -14,15 +14,6 @@ extension EndUserFlows {
         }
     }
 
-    /// E.164 after the <doc:EndUserAPI> §1.3 repair (a leading space was a `+`): `+` and 8–15 digits, else nil.
-    static func e164(_ raw: String) -> String? {
-        let phone = Identifiers.repairedPhone(raw)
-        guard phone.hasPrefix("+") else { return nil }
-        let digits = phone.dropFirst()
-        guard (8...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" else { return nil }
-        return phone
-    }
-
     /// `POST setPhone` (<doc:EndUserAPI> §5.16): stores the number unverified and texts a code (expires after
     /// `phoneCodeLifetime`, at most `maxCodeAttempts` wrong tries). The same number, already verified
     /// by the caller, answers true without an SMS. Counted against the app's daily SMS cap.
@@ -31,7 +22,7 @@ extension EndUserFlows {
         let raw = try fields.require("phone")
         try requireActive(app)
         guard app.settings.twoFactorVerification == .phone else { throw EndUserError.phoneTwoFactorDisabled }
-        guard let phone = Self.e164(raw) else { throw EndUserError.invalidData }
+        guard let phone = Identifiers.phone(raw) else { throw EndUserError.invalidData }
         if user.phone == phone && user.phoneVerified { return }
         let taken = try await client.withConnection {
             try await SecondFactorStore.phoneVerifiedByOther($0, appRef: app.ref, phone: phone, userId: user.id, logger: logger)

@@ -31,12 +31,8 @@ extension JSONValue {
 
 /// Input rules shared by the flows (<doc:EndUserAPI> §1.3, <doc:EndUserAPI> §8.2, §10).
 enum Input {
-    /// Lower-case, trimmed; in an e-mail handle an interior space was a `+` (<doc:EndUserAPI> §1.3 repair).
-    static func handle(_ raw: String) -> String {
-        var handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        if handle.contains("@") { handle = handle.replacingOccurrences(of: " ", with: "+") }
-        return handle
-    }
+    /// The wire's handle rule (`Identifiers.handle`).
+    static func handle(_ raw: String) -> String { Identifiers.handle(raw) }
 
     /// A code: trimmed, 1-10 digits, else `invalidData`. Returned in canonical decimal form.
     static func code(_ raw: String) throws(EndUserError) -> String {
