@@ -240,7 +240,7 @@ public final class LegacyImporter: @unchecked Sendable {
 
     func writeApp(_ app: ImportedApp) async throws -> Int64 {
         let credentialsSealed = app.credentials.isEmpty
-            ? nil : try box.seal(try JSONCoding.encode(app.credentials), purpose: "app-credentials:\(app.appId)")
+            ? nil : try box.seal(try JSONCoding.encode(app.credentials), purpose: .appCredentials(appId: app.appId))
         // The legacy appSecret keeps working as this app's admin secret; an app without one gets a
         // random secret (rotate it through the admin API to learn one).
         let secretHash = Secrets.sha256(app.appSecret ?? Secrets.token(prefix: "cas_"))
@@ -272,11 +272,11 @@ public final class LegacyImporter: @unchecked Sendable {
                 credentialsSealed: credentialsSealed, createdAt: app.createdAt, updatedAt: app.updatedAt, fingerprint: app.fingerprint,
                 logger: self.logger)
             try await LegacyImportStore.addImportedToken(
-                db, ref: ref, tokenHash: Secrets.sha256(app.appToken), tokenSealed: try self.box.seal(app.appToken, purpose: "app-token:\(app.appId)"),
+                db, ref: ref, tokenHash: Secrets.sha256(app.appToken), tokenSealed: try self.box.seal(app.appToken, purpose: .appToken(appId: app.appId)),
                 logger: self.logger)
             try await LegacyImportStore.addImportedKey(
                 db, ref: ref, kid: app.key.kid, publicKeyPEM: app.publicKeyPEM,
-                privateKeySealed: try self.box.seal(app.key.privateKeyPEM, purpose: "app-key:\(app.key.kid)"), logger: self.logger)
+                privateKeySealed: try self.box.seal(app.key.privateKeyPEM, purpose: .appKey(kid: app.key.kid)), logger: self.logger)
             try await AuditLog.record(
                 db, appRef: ref, appId: app.appId, actor: "import", action: "app.import", detail: ["name": .string(app.name)], logger: self.logger)
             return ref

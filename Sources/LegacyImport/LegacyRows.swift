@@ -136,7 +136,7 @@ extension LegacyImporter {
         fields["two_factor_google"] = .bool(doc.bool("twoFactorGoogleVerification") ?? false)
         if let key = doc.string("googleSecretKey"), !key.isEmpty {
             if let secret = TOTP.secret(fromKey: key) {
-                fields["totp"] = .string(try box.seal(TOTP.base32(secret), purpose: "totp:\(id)").base64EncodedString())
+                fields["totp"] = .string(try box.seal(TOTP.base32(secret), purpose: .totp(userId: id)).base64EncodedString())
             } else {
                 notes.adjust("users", legacyId, app.appId, handle, "googleSecretKey is not base32; dropped (TOTP must be set up again)")
                 fields["two_factor_google"] = .bool(false)
@@ -375,7 +375,7 @@ extension LegacyImporter {
                         }
                     }
                 }
-                let purpose = kind == .signups ? "signup-code:\(id)" : "invite-code:\(id)"
+                let purpose: SealPurpose = kind == .signups ? .signupCode(id) : .inviteCode(id)
                 let sealed = pending ? try self.box.seal(String(code ?? 0), purpose: purpose) : nil
                 let metadata = String(decoding: try JSONCoding.encode(JSONValue.object(doc.object("metaData") ?? [:])), as: UTF8.self)
                 let locale = LegacyMapping.locale(doc.string("locale"))
@@ -456,7 +456,7 @@ extension LegacyImporter {
                     refuse("no user of the app has this handle or user name; not carried")
                     continue
                 }
-                let sealed = try self.box.seal(String(code), purpose: "reset-code:\(app.appId):\(identifier)")
+                let sealed = try self.box.seal(String(code), purpose: .resetCode(appId: app.appId, identifier: identifier))
                 try await LegacyImportStore.insertLegacyResetCode(
                     db, appRef: ref, userId: userId, identifier: identifier, codeSealed: sealed, expiresAt: expiresAt,
                     createdAt: Self.date(doc, "createdAt"), legacyId: legacyId, logger: self.logger)

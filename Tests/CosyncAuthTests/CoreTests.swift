@@ -29,12 +29,13 @@ struct CoreTests {
     @Test("SecretBox: round trip; a wrong key or purpose does not open")
     func secretBox() throws {
         let box = try SecretBox(masterKey: SecretBox.generateMasterKey())
-        let sealed = try box.seal("top secret", purpose: "p:1")
-        #expect(try box.openString(sealed, purpose: "p:1") == "top secret")
+        let first = UUID()
+        let sealed = try box.seal("top secret", purpose: .signupCode(first))
+        #expect(try box.openString(sealed, purpose: .signupCode(first)) == "top secret")
         #expect(!String(decoding: sealed, as: UTF8.self).contains("top secret"))
-        #expect(throws: SecretBox.Failure.self) { try box.open(sealed, purpose: "p:2") }
+        #expect(throws: SecretBox.Failure.self) { try box.open(sealed, purpose: .inviteCode(first)) }
         let other = try SecretBox(masterKey: String(repeating: "ab", count: 32))
-        #expect(throws: SecretBox.Failure.self) { try other.open(sealed, purpose: "p:1") }
+        #expect(throws: SecretBox.Failure.self) { try other.open(sealed, purpose: .signupCode(first)) }
         #expect(throws: SecretBox.Failure.self) { try SecretBox(masterKey: "too short") }
     }
 

@@ -81,8 +81,8 @@ public struct AppAdministration: Sendable {
         let appId = Secrets.hexIdentifier()
         let appToken = try await serverKeys.sign(AppTokenClaims(appId: appId))
         let credentialsSealed = try sealCredentials(state.credentials, appId: appId)
-        let privateSealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
-        let tokenSealed = try box.seal(appToken, purpose: "app-token:\(appId)")
+        let privateSealed = try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid))
+        let tokenSealed = try box.seal(appToken, purpose: .appToken(appId: appId))
 
         let row = try await client.transaction(logger: logger) { db in
             let row = try await AppStore.insertApp(
@@ -123,7 +123,7 @@ public struct AppAdministration: Sendable {
     func view(of row: App, db: PostgresConnection) async throws -> AppView {
         let tokenSealed = try await AppStore.currentAppTokenSealed(db, ref: row.ref, logger: logger)
         let keys = try await AppStore.keys(db, ref: row.ref, logger: logger)
-        let token = try tokenSealed.map { try box.openString($0, purpose: "app-token:\(row.appId)") }
+        let token = try tokenSealed.map { try box.openString($0, purpose: .appToken(appId: row.appId)) }
         let signing = keys.first(where: \.active)
         return AppView(
             appId: row.appId, state: try state(of: row), appToken: token,
@@ -211,7 +211,7 @@ public struct AppAdministration: Sendable {
     /// Issues a new app token. The old one stops at once, or after `graceSeconds`.
     public func rotateAppToken(appId: String, graceSeconds: Int, actor: String) async throws -> TokenRotation {
         let token = try await serverKeys.sign(AppTokenClaims(appId: appId))
-        let sealed = try box.seal(token, purpose: "app-token:\(appId)")
+        let sealed = try box.seal(token, purpose: .appToken(appId: appId))
         let ref: Int64 = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
@@ -254,7 +254,7 @@ public struct AppAdministration: Sendable {
     public func rotateKeys(appId: String, retireAfterHours: Int?, actor: String) async throws -> KeyRotation {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
         let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
-        let sealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
+        let sealed = try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid))
         let (rotation, ref): (KeyRotation, Int64) = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("app")
@@ -320,13 +320,13 @@ public struct AppAdministration: Sendable {
 
     func sealCredentials(_ credentials: ProviderCredentials, appId: String) throws -> Data? {
         guard !credentials.isEmpty else { return nil }
-        return try box.seal(try JSONCoding.encode(credentials), purpose: "app-credentials:\(appId)")
+        return try box.seal(try JSONCoding.encode(credentials), purpose: .appCredentials(appId: appId))
     }
 
     func openCredentials(_ sealed: Data?, appId: String) throws -> ProviderCredentials {
         guard let sealed else { return ProviderCredentials() }
         return try JSONDecoder().decode(
-            ProviderCredentials.self, from: try box.open(sealed, purpose: "app-credentials:\(appId)"))
+            ProviderCredentials.self, from: try box.open(sealed, purpose: .appCredentials(appId: appId)))
     }
 
     public static func isAppId(_ text: String) -> Bool {

@@ -153,7 +153,7 @@ public struct DeliveryWorker: Service {
         let delivered: Bool
         do {
             let credentials = try claimed.sealed.map {
-                try JSONDecoder().decode(ProviderCredentials.self, from: try box.open($0, purpose: "app-credentials:\(message.appId)"))
+                try JSONDecoder().decode(ProviderCredentials.self, from: try box.open($0, purpose: .appCredentials(appId: message.appId)))
             } ?? ProviderCredentials()
             if message.channel == "sms" {
                 try await sms.send(message, credentials: credentials)

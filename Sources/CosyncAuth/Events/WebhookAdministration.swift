@@ -18,7 +18,7 @@ public struct WebhookAdministration: Sendable {
 
     static let maxDescription = 500
 
-    static func purpose(_ id: UUID) -> String { "webhook-secret:\(id.uuidString.lowercased())" }
+    static func purpose(_ id: UUID) -> SealPurpose { .webhookSecret(id) }
 
     func invalid(_ field: String, _ code: String, _ message: String) -> AdminFailure {
         .invalid(FieldError(field, code, message))

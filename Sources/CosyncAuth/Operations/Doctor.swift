@@ -55,7 +55,7 @@ public struct Doctor: Sendable {
             var failed: [String] = []
             let rows = try await client.query(query, logger: logger)
             for try await (purpose, sealed) in rows.decode((String, Data).self) {
-                if (try? box.open(sealed, purpose: purpose)) != nil {
+                if box.open(sealed, label: purpose) != nil {
                     opened += 1
                 } else {
                     failed.append(String(purpose.split(separator: ":", maxSplits: 1).last ?? ""))

@@ -11,13 +11,13 @@ import Foundation
 public struct SecretBox: Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case badMasterKey
-        case cannotOpen(purpose: String)
+        case cannotOpen(purpose: SealPurpose)
         public var description: String {
             switch self {
             case .badMasterKey:
                 "COSYNC_MASTER_KEY must be 32 bytes, given as 64 hex characters or base64"
             case .cannotOpen(let purpose):
-                "a sealed value (\(purpose)) does not open with this COSYNC_MASTER_KEY"
+                "a sealed value (\(purpose.label)) does not open with this COSYNC_MASTER_KEY"
             }
         }
     }
@@ -44,28 +44,30 @@ public struct SecretBox: Sendable {
         Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()
     }
 
-    public func seal(_ plaintext: some DataProtocol, purpose: String) throws -> Data {
-        let box = try AES.GCM.seal(plaintext, using: key, authenticating: Data(purpose.utf8))
+    public func seal(_ plaintext: some DataProtocol, purpose: SealPurpose) throws -> Data {
+        let box = try AES.GCM.seal(plaintext, using: key, authenticating: Data(purpose.label.utf8))
         guard let combined = box.combined else { throw Failure.cannotOpen(purpose: purpose) }
         return Data([Self.version]) + combined
     }
 
-    public func seal(_ plaintext: String, purpose: String) throws -> Data {
+    public func seal(_ plaintext: String, purpose: SealPurpose) throws -> Data {
         try seal(Data(plaintext.utf8), purpose: purpose)
     }
 
-    public func open(_ sealed: some DataProtocol, purpose: String) throws -> Data {
-        let bytes = Data(sealed)
-        guard bytes.first == Self.version else { throw Failure.cannotOpen(purpose: purpose) }
-        do {
-            let box = try AES.GCM.SealedBox(combined: bytes.dropFirst())
-            return try AES.GCM.open(box, using: key, authenticating: Data(purpose.utf8))
-        } catch {
-            throw Failure.cannotOpen(purpose: purpose)
-        }
+    public func open(_ sealed: some DataProtocol, purpose: SealPurpose) throws -> Data {
+        guard let opened = open(sealed, label: purpose.label) else { throw Failure.cannotOpen(purpose: purpose) }
+        return opened
     }
 
-    public func openString(_ sealed: some DataProtocol, purpose: String) throws -> String {
+    /// Opens with a label read back from the database (`Doctor` checks stored values whose purpose
+    /// label it builds in SQL); nil when it does not open.
+    func open(_ sealed: some DataProtocol, label: String) -> Data? {
+        let bytes = Data(sealed)
+        guard bytes.first == Self.version, let box = try? AES.GCM.SealedBox(combined: bytes.dropFirst()) else { return nil }
+        return try? AES.GCM.open(box, using: key, authenticating: Data(label.utf8))
+    }
+
+    public func openString(_ sealed: some DataProtocol, purpose: SealPurpose) throws -> String {
         guard let text = String(data: try open(sealed, purpose: purpose), encoding: .utf8) else {
             throw Failure.cannotOpen(purpose: purpose)
         }

@@ -20,7 +20,7 @@ public actor ServerKeyRing {
     public static func load(client: PostgresClient, box: SecretBox, logger: Logger) async throws -> ServerKeyRing {
         if let ring = try await existing(client: client, box: box, logger: logger) { return ring }
         let material = try RSAKeyMaterial.generate()
-        let sealed = try box.seal(material.privateKeyPEM, purpose: "server-key:\(material.kid)")
+        let sealed = try box.seal(material.privateKeyPEM, purpose: .serverKey(kid: material.kid))
         try await client.query(
             """
             INSERT INTO server_keys (kid, public_key_pem, private_key_sealed, active)
@@ -37,7 +37,7 @@ public actor ServerKeyRing {
         let rows = try await client.query(
             "SELECT kid, private_key_sealed FROM server_keys WHERE active", logger: logger)
         for try await (kid, sealed) in rows.decode((String, Data).self) {
-            let pem = try box.openString(sealed, purpose: "server-key:\(kid)")
+            let pem = try box.openString(sealed, purpose: .serverKey(kid: kid))
             let keys = JWTKeyCollection()
             await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: pem), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
             return ServerKeyRing(kid: kid, keys: keys)

@@ -107,7 +107,7 @@ public actor TokenIssuer {
         guard let active = keys.first(where: \.active) else { throw EndUserError.internalError }
         if let generation { cache?.storeSigningKid(active.kid, ref: appRef, generation: generation) }
         if let cached = appKeys[active.kid] { return cached }
-        let pem = try box.openString(active.privateKeySealed, purpose: "app-key:\(active.kid)")
+        let pem = try box.openString(active.privateKeySealed, purpose: .appKey(kid: active.kid))
         let collection = JWTKeyCollection()
         await collection.add(rsa: try Insecure.RSA.PrivateKey(pem: pem), digestAlgorithm: .sha256)
         appKeys[active.kid] = collection

@@ -112,7 +112,7 @@ extension AppKeyFlows {
             try await PasskeyStore.insertSignup(
                 db, appRef: app.ref, handle: handle, userId: userId, displayName: row.displayName ?? handle, firstName: row.firstName,
                 lastName: row.lastName, locale: locale, passkey: passkey,
-                codeSealed: try flows.sealCode(code, purpose: "appkey-signup-code:\(signupId)"), tokenHash: Secrets.sha256(token),
+                codeSealed: try flows.sealCode(code, purpose: .appKeySignupCode(signupId)), tokenHash: Secrets.sha256(token),
                 lifetimeSeconds: app.settings.signupCodeLifetimeSeconds, id: signupId, logger: logger)
             if handle.hasPrefix("+") {
                 try await flows.outbox.sms(
@@ -148,7 +148,7 @@ extension AppKeyFlows {
             try await PasskeyStore.reserveAttempt($0, id: signup.id, maxAttempts: maxAttempts, logger: logger)
         }) else { throw AppKeyError.invalidToken }
         let wellFormed = code.count == 6 && code.allSatisfy { $0.isASCII && $0.isNumber }
-        guard wellFormed, flows.codeMatches(code, sealed: signup.codeSealed, purpose: "appkey-signup-code:\(signup.id)") else {
+        guard wellFormed, flows.codeMatches(code, sealed: signup.codeSealed, purpose: .appKeySignupCode(signup.id)) else {
             if attempts >= maxAttempts {
                 _ = try await client.withConnection { try await PasskeyStore.takeSignup($0, id: signup.id, logger: logger) }
             }

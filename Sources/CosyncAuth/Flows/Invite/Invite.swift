@@ -76,7 +76,7 @@ extension EndUserFlows {
                 let code: String
                 let mailLocale: String
                 if let pending, isLive(pending), let sealed = pending.codeSealed,
-                    let existing = try? box.openString(sealed, purpose: "invite-code:\(pending.id)")
+                    let existing = try? box.openString(sealed, purpose: .inviteCode(pending.id))
                 {
                     code = existing
                     mailLocale = pending.locale
@@ -93,7 +93,7 @@ extension EndUserFlows {
                     let id = UUID()
                     try await PendingStore.insertInvite(
                         db, id: id, appRef: app.ref, handle: invitee, senderHandle: senderHandle, senderUserId: senderUserId,
-                        codeSealed: try sealCode(code, purpose: "invite-code:\(id)"), metadata: metadata, locale: locale,
+                        codeSealed: try sealCode(code, purpose: .inviteCode(id)), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
                 }
                 try await outbox.email(

@@ -34,7 +34,7 @@ extension EndUserFlows {
             // Compare with every live invite (constant time each); a wrong guess counts against all of
             // the handle's pending invites, so several senders do not multiply the guesses.
             var matched: PendingStore.Pending?
-            for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: "invite-code:\(candidate.id)") {
+            for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: .inviteCode(candidate.id)) {
                 matched = candidate
             }
             guard let invite = matched else {

@@ -27,7 +27,7 @@ extension EndUserFlows {
                 db, appRef: app.ref, subject: "forgot:\(user.id)", limit: settings.resetMailsPerAccountPerHour, windowSeconds: 3600,
                 logger: logger)
             else { throw EndUserError.rateLimited }
-            let sealed = try sealCode(code, purpose: "reset-code:\(app.appId):\(identifier)")
+            let sealed = try sealCode(code, purpose: .resetCode(appId: app.appId, identifier: identifier))
             try await ResetCodeStore.insertResetCode(
                 db, appRef: app.ref, userId: user.id, identifier: identifier, codeSealed: sealed,
                 lifetimeSeconds: settings.resetCodeLifetime, logger: logger)

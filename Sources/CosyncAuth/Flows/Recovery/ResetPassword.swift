@@ -31,7 +31,7 @@ extension EndUserFlows {
                 try await audit(db, app: app, handle: identifier, action: "resetPassword", status: "error", detail: ["reason": .string("too many wrong codes")])
                 return .failed
             }
-            let purpose = "reset-code:\(app.appId):\(identifier)"
+            let purpose = SealPurpose.resetCode(appId: app.appId, identifier: identifier)
             // Compare with every live code (constant time each), so timing does not tell which matched.
             var matched: ResetCodeStore.ResetCode?
             for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: purpose) { matched = candidate }

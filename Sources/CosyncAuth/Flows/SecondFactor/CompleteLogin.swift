@@ -41,7 +41,7 @@ extension EndUserFlows {
             let matched: Bool
             switch challenge.factor {
             case "phone":
-                matched = codeMatches(code, sealed: challenge.codeSealed, purpose: "login-challenge:\(challenge.id)")
+                matched = codeMatches(code, sealed: challenge.codeSealed, purpose: .loginChallenge(challenge.id))
             default:
                 matched = try await acceptTOTP(db, user: user, code: code)
             }
@@ -76,7 +76,7 @@ extension EndUserFlows {
     /// Checks a TOTP against the user's secret and records its step, so it cannot be used again.
     func acceptTOTP(_ db: PostgresConnection, user: User, code: String) async throws -> Bool {
         guard code.count == TOTP.digits, let state = try await SecondFactorStore.lockTOTP(db, userId: user.id, logger: logger),
-            let sealed = state.sealed, let key = try? box.openString(sealed, purpose: "totp:\(user.id)"),
+            let sealed = state.sealed, let key = try? box.openString(sealed, purpose: .totp(userId: user.id)),
             let secret = TOTP.secret(fromKey: key),
             let step = TOTP.matchingStep(secret: secret, code: code, at: Date()), step > state.lastStep
         else { return false }

@@ -9,7 +9,7 @@ extension EndUserFlows {
     func openChallenge(app: App, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
         let challenge = UUID()
         let code = phone.map { _ in Secrets.numericCode() }
-        let sealed = try code.map { try sealCode($0, purpose: "login-challenge:\(challenge)") }
+        let sealed = try code.map { try sealCode($0, purpose: .loginChallenge(challenge)) }
         try await client.transaction(logger: logger) { db in
             try await SecondFactorStore.insertChallenge(
                 db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,

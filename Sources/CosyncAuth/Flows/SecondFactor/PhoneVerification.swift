@@ -30,7 +30,7 @@ extension EndUserFlows {
         if taken { throw EndUserError.phoneInUse }
         try await requireSMSCapability(app)
         let code = Secrets.numericCode()
-        let sealed = try sealCode(code, purpose: "phone-code:\(user.id)")
+        let sealed = try sealCode(code, purpose: .phoneCode(userId: user.id))
         try await client.transaction(logger: logger) { db in
             try await SecondFactorStore.setPendingPhone(
                 db, userId: user.id, phone: phone, codeSealed: sealed, lifetimeSeconds: settings.phoneCodeLifetime, logger: logger)
@@ -59,7 +59,7 @@ extension EndUserFlows {
                     return .taken
                 }
                 guard !pending.expired, pending.attempts < settings.maxCodeAttempts,
-                    codeMatches(code, sealed: pending.sealed, purpose: "phone-code:\(user.id)")
+                    codeMatches(code, sealed: pending.sealed, purpose: .phoneCode(userId: user.id))
                 else {
                     try await SecondFactorStore.countFailedPhoneCode(db, userId: user.id, logger: logger)
                     try await audit(db, app: app, handle: user.handle, action: "verifyPhone", status: "error", detail: ["reason": .string("wrong code")])

@@ -30,7 +30,7 @@ extension EndUserFlows {
         let issuer = app.settings.googleAppName.isEmpty ? app.name : app.settings.googleAppName
         let uri = TOTP.provisioningURI(issuer: issuer, account: user.handle, secret: secret)
         let png = try QRCode.png(for: uri, scale: 6)
-        let sealed = try box.seal(TOTP.base32(secret), purpose: "totp:\(user.id)")
+        let sealed = try box.seal(TOTP.base32(secret), purpose: .totp(userId: user.id))
         try await client.transaction(logger: logger) { db in
             try await SecondFactorStore.setTOTP(db, userId: user.id, sealed: sealed, logger: logger)
             if user.handle.contains("@") {

@@ -30,7 +30,7 @@ extension EndUserFlows {
                 return .failed(.invalidData)
             }
             guard pending.attempts < settings.maxCodeAttempts else { return .failed(.invalidData) }
-            guard codeMatches(code, sealed: pending.codeSealed, purpose: "signup-code:\(pending.id)") else {
+            guard codeMatches(code, sealed: pending.codeSealed, purpose: .signupCode(pending.id)) else {
                 try await PendingStore.countFailedCode(db, .signups, id: pending.id, logger: logger)
                 try await audit(db, app: app, handle: handle, action: "completeSignup", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed(.invalidData)

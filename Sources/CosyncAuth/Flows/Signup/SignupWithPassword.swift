@@ -54,7 +54,7 @@ extension EndUserFlows {
                 let pending = try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)
                 let code: String
                 if let pending, isLive(pending), let sealed = pending.codeSealed,
-                    let existing = try? box.openString(sealed, purpose: "signup-code:\(pending.id)")
+                    let existing = try? box.openString(sealed, purpose: .signupCode(pending.id))
                 {
                     code = existing
                     guard try await takeCodeMail(db, app: app, handle: handle) else {
@@ -72,7 +72,7 @@ extension EndUserFlows {
                     let id = UUID()
                     try await PendingStore.insertSignup(
                         db, id: id, appRef: app.ref, handle: handle, passwordHash: hash,
-                        codeSealed: try sealCode(code, purpose: "signup-code:\(id)"), metadata: metadata, locale: locale,
+                        codeSealed: try sealCode(code, purpose: .signupCode(id)), metadata: metadata, locale: locale,
                         lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
                     try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
                     try await Events.record(db, app: app, type: .signupPending, userId: nil, data: ["handle": .string(handle)], logger: logger)
