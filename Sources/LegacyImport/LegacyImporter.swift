@@ -174,7 +174,7 @@ public final class LegacyImporter: @unchecked Sendable {
 
         if let pem = options.legacyPublicKeyPEM, let until = options.legacyTokensUntil, !options.dryRun {
             try await client.withConnection { db in
-                try await LegacyImportStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: until, logger: self.logger)
+                try await LegacyTokenKeyStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: until, logger: self.logger)
             }
         }
         summary.reportEntries = options.dryRun ? summary.reportEntries : try await exportReport()

@@ -84,8 +84,8 @@ public struct Outbox: Sendable {
         _ db: PostgresConnection, app: App, locale: String, to: String, values: [String: String], perNumberPerHour: Int,
         logger: Logger
     ) async throws {
-        guard try await SecondFactorStore.recentSMS(db, appRef: app.ref, to: to, logger: logger) < perNumberPerHour,
-            try await SecondFactorStore.takeSMSQuota(db, appRef: app.ref, dailyLimit: app.settings.smsDailyLimit, logger: logger)
+        guard try await SMSQuotaStore.recentSMS(db, appRef: app.ref, to: to, logger: logger) < perNumberPerHour,
+            try await SMSQuotaStore.takeSMSQuota(db, appRef: app.ref, dailyLimit: app.settings.smsDailyLimit, logger: logger)
         else {
             throw EndUserError.smsLimitReached
         }

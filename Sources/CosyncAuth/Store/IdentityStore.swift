@@ -96,7 +96,7 @@ public enum IdentityStore {
 
     /// The identities of imported users, after a batch of them was written (see sql/0010): the same
     /// rules as the migration's backfill, for the users named by (app_ref, legacy_id) in `keys`.
-    static func syncImported(_ db: PostgresConnection, keys: String, logger: Logger) async throws {
+    public static func syncImported(_ db: PostgresConnection, keys: String, logger: Logger) async throws {
         try await db.query(
             """
             WITH batch AS (

@@ -148,7 +148,7 @@ public actor TokenIssuer {
     /// by its server key, no expiry), while an imported legacy public key is within its cut-off.
     public func verifyLegacyAccessToken(_ token: String) async -> LegacyAccessTokenClaims? {
         if Date().timeIntervalSince(legacyKeys.loadedAt) > 60 {
-            let loaded = try? await client.withConnection { try await LegacyImportStore.liveLegacyTokenKeys($0, logger: logger) }
+            let loaded = try? await client.withConnection { try await LegacyTokenKeyStore.liveLegacyTokenKeys($0, logger: logger) }
             var collection: JWTKeyCollection?
             if let loaded, !loaded.isEmpty {
                 let keys = JWTKeyCollection()

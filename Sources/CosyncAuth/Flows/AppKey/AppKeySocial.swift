@@ -65,7 +65,7 @@ extension AppKeyFlows {
     /// user of this provider (then the provider account is recorded).
     func socialUser(app: App, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
         let match = try await client.withConnection {
-            try await SecondFactorStore.socialMatch(
+            try await UserStore.socialMatch(
                 $0, appRef: app.ref, provider: provider, email: identity.email?.lowercased(), subject: identity.subject, logger: logger)
         }
         guard let match else { throw AppKeyError.accountDoesNotExist }

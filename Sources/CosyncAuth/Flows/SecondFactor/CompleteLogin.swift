@@ -21,7 +21,7 @@ extension EndUserFlows {
         /// A wrong code is audited inside the transaction; other refusals after it.
         enum Outcome { case accepted(User), wrongCode, refused(String) }
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
-            guard let challenge = try await SecondFactorStore.lockChallenge(db, id: challengeId, appRef: app.ref, logger: logger) else {
+            guard let challenge = try await LoginChallengeStore.lockChallenge(db, id: challengeId, appRef: app.ref, logger: logger) else {
                 return .refused("unknown login-token")
             }
             if challenge.used { return .refused("login-token already used") }
@@ -46,12 +46,12 @@ extension EndUserFlows {
                 matched = try await acceptTOTP(db, user: user, code: code)
             }
             guard matched else {
-                try await SecondFactorStore.countFailedChallenge(db, id: challenge.id, logger: logger)
+                try await LoginChallengeStore.countFailedChallenge(db, id: challenge.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
                                 detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor)])
                 return .wrongCode
             }
-            try await SecondFactorStore.markChallengeUsed(db, id: challenge.id, logger: logger)
+            try await LoginChallengeStore.markChallengeUsed(db, id: challenge.id, logger: logger)
             try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: logger)
             return .accepted(user)
         }
@@ -75,11 +75,11 @@ extension EndUserFlows {
 
     /// Checks a TOTP against the user's secret and records its step, so it cannot be used again.
     func acceptTOTP(_ db: PostgresConnection, user: User, code: String) async throws -> Bool {
-        guard code.count == TOTP.digits, let state = try await SecondFactorStore.lockTOTP(db, userId: user.id, logger: logger),
+        guard code.count == TOTP.digits, let state = try await UserStore.lockTOTP(db, userId: user.id, logger: logger),
             let sealed = state.sealed, let key = try? box.openString(sealed, purpose: .totp(userId: user.id)),
             let secret = TOTP.secret(fromKey: key),
             let step = TOTP.matchingStep(secret: secret, code: code, at: Date()), step > state.lastStep
         else { return false }
-        return try await SecondFactorStore.acceptTOTPStep(db, userId: user.id, step: step, logger: logger)
+        return try await UserStore.acceptTOTPStep(db, userId: user.id, step: step, logger: logger)
     }
 }

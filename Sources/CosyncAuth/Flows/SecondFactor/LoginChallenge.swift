@@ -11,7 +11,7 @@ extension EndUserFlows {
         let code = phone.map { _ in Secrets.numericCode() }
         let sealed = try code.map { try sealCode($0, purpose: .loginChallenge(challenge)) }
         try await client.transaction(logger: logger) { db in
-            try await SecondFactorStore.insertChallenge(
+            try await LoginChallengeStore.insertChallenge(
                 db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
                 lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
             if let phone, let code {

@@ -25,14 +25,14 @@ extension EndUserFlows {
         guard let phone = Identifiers.phone(raw) else { throw EndUserError.invalidData }
         if user.phone == phone && user.phoneVerified { return }
         let taken = try await client.withConnection {
-            try await SecondFactorStore.phoneVerifiedByOther($0, appRef: app.ref, phone: phone, userId: user.id, logger: logger)
+            try await UserStore.phoneVerifiedByOther($0, appRef: app.ref, phone: phone, userId: user.id, logger: logger)
         }
         if taken { throw EndUserError.phoneInUse }
         try await requireSMSCapability(app)
         let code = Secrets.numericCode()
         let sealed = try sealCode(code, purpose: .phoneCode(userId: user.id))
         try await client.transaction(logger: logger) { db in
-            try await SecondFactorStore.setPendingPhone(
+            try await UserStore.setPendingPhone(
                 db, userId: user.id, phone: phone, codeSealed: sealed, lifetimeSeconds: settings.phoneCodeLifetime, logger: logger)
             try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
                 perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
@@ -52,20 +52,20 @@ extension EndUserFlows {
         let outcome: Outcome
         do {
             outcome = try await client.transaction(logger: logger) { db in
-                guard let pending = try await SecondFactorStore.lockPhoneCode(db, userId: user.id, logger: logger),
+                guard let pending = try await UserStore.lockPhoneCode(db, userId: user.id, logger: logger),
                     let phone = pending.phone, pending.sealed != nil
                 else { return .wrong }
-                if try await SecondFactorStore.phoneVerifiedByOther(db, appRef: app.ref, phone: phone, userId: user.id, logger: logger) {
+                if try await UserStore.phoneVerifiedByOther(db, appRef: app.ref, phone: phone, userId: user.id, logger: logger) {
                     return .taken
                 }
                 guard !pending.expired, pending.attempts < settings.maxCodeAttempts,
                     codeMatches(code, sealed: pending.sealed, purpose: .phoneCode(userId: user.id))
                 else {
-                    try await SecondFactorStore.countFailedPhoneCode(db, userId: user.id, logger: logger)
+                    try await UserStore.countFailedPhoneCode(db, userId: user.id, logger: logger)
                     try await audit(db, app: app, handle: user.handle, action: "verifyPhone", status: "error", detail: ["reason": .string("wrong code")])
                     return .wrong
                 }
-                try await SecondFactorStore.markPhoneVerified(db, userId: user.id, logger: logger)
+                try await UserStore.markPhoneVerified(db, userId: user.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "verifyPhone")
                 return .verified
             }
@@ -90,7 +90,7 @@ extension EndUserFlows {
         let on = Self.wantsOn(fields)
         if on && !user.phoneVerified { throw EndUserError.phoneNotVerified }
         try await client.transaction(logger: logger) { db in
-            try await SecondFactorStore.setTwoFactor(db, userId: user.id, phone: on, logger: logger)
+            try await UserStore.setTwoFactor(db, userId: user.id, phone: on, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setTwoFactorPhoneVerification", detail: ["enabled": .bool(on)])
             try await Events.record(db, app: app, type: on ? .userSecondFactorEnabled : .userSecondFactorDisabled, user: user, data: ["factor": .string("phone")], logger: logger)
         }

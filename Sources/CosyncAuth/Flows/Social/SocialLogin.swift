@@ -12,7 +12,7 @@ extension EndUserFlows {
         try requireActive(app)
         let identity = try await verifySocial(token, provider, audiences: audiences)
         guard let match = try await client.withConnection({
-            try await SecondFactorStore.socialMatch(
+            try await UserStore.socialMatch(
                 $0, appRef: app.ref, provider: provider, email: identity.email, subject: identity.subject, logger: logger)
         }) else {
             await audit(app: app, handle: identity.email ?? "", action: "socialLogin", status: "error", detail: ["reason": .string("no account")])
@@ -41,7 +41,7 @@ extension EndUserFlows {
                 // A concurrent login linked it first (same account: go on), or the provider account or
                 // this kind is another identity's now: not this user's token.
                 let now = try await client.withConnection {
-                    try await SecondFactorStore.socialMatch(
+                    try await UserStore.socialMatch(
                         $0, appRef: app.ref, provider: provider, email: identity.email, subject: identity.subject, logger: logger)
                 }
                 guard let now, now.linked, now.user.id == user.id else { throw EndUserError.invalidSocialToken }

@@ -33,7 +33,7 @@ extension EndUserFlows {
         let user: User
         do {
             user = try await client.transaction(logger: logger) { db in
-                let user = try await SecondFactorStore.insertSocialUser(
+                let user = try await UserStore.insertSocialUser(
                     db, appRef: app.ref, handle: handle, provider: provider.rawValue, subject: identity.subject, locale: locale,
                     metadata: metadata, logger: logger)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
@@ -43,7 +43,7 @@ extension EndUserFlows {
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             // A concurrent signup took the handle, or this provider account already has a user.
             let existing = try await client.withConnection {
-                try await SecondFactorStore.socialMatch(
+                try await UserStore.socialMatch(
                     $0, appRef: app.ref, provider: provider, email: handle, subject: identity.subject, logger: logger)
             }
             throw existing.map { Self.accountExists($0.user) } ?? EndUserError.handleAlreadyRegistered

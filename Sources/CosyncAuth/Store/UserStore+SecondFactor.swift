@@ -2,55 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// SQL for login challenges, phone verification, TOTP secrets, social accounts and the SMS cap.
-enum SecondFactorStore {
-    // MARK: login challenges
-
-    struct Challenge: Sendable {
-        let id: UUID
-        let userId: UUID
-        let factor: String
-        let codeSealed: Data?
-        let attempts: Int
-        let expired: Bool
-        let used: Bool
-    }
-
-    static func insertChallenge(
-        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, factor: String, codeSealed: Data?, lifetimeSeconds: Int,
-        logger: Logger
-    ) async throws {
-        try await db.query(
-            """
-            INSERT INTO login_challenges (id, app_ref, user_id, factor, code_sealed, expires_at)
-            VALUES (\(id), \(appRef), \(userId), \(factor), \(codeSealed), now() + make_interval(secs => \(lifetimeSeconds)::int))
-            """, logger: logger)
-        // Old challenges are of no use once expired.
-        try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId) AND expires_at < now() - interval '1 day'", logger: logger)
-    }
-
-    /// The challenge, locked for the rest of the transaction.
-    static func lockChallenge(_ db: PostgresConnection, id: UUID, appRef: Int64, logger: Logger) async throws -> Challenge? {
-        let rows = try await db.query(
-            """
-            SELECT id, user_id, factor, code_sealed, attempts, expires_at <= now(), used_at IS NOT NULL
-            FROM login_challenges WHERE id = \(id) AND app_ref = \(appRef) FOR UPDATE
-            """, logger: logger)
-        for try await row in rows {
-            let c = try row.decode((UUID, UUID, String, Data?, Int, Bool, Bool).self)
-            return Challenge(id: c.0, userId: c.1, factor: c.2, codeSealed: c.3, attempts: c.4, expired: c.5, used: c.6)
-        }
-        return nil
-    }
-
-    static func countFailedChallenge(_ db: PostgresConnection, id: UUID, logger: Logger) async throws {
-        try await db.query("UPDATE login_challenges SET attempts = attempts + 1 WHERE id = \(id)", logger: logger)
-    }
-
-    static func markChallengeUsed(_ db: PostgresConnection, id: UUID, logger: Logger) async throws {
-        try await db.query("UPDATE login_challenges SET used_at = now(), code_sealed = NULL WHERE id = \(id)", logger: logger)
-    }
-
+/// The second-factor and social columns of `users`: TOTP secret, phone and its code, provider accounts.
+extension UserStore {
     // MARK: TOTP
 
     /// The sealed TOTP secret and the last accepted step of a user, locked.
@@ -142,34 +95,6 @@ enum SecondFactorStore {
             """, logger: logger)
     }
 
-    // MARK: SMS cap
-
-    /// SMS queued to one number of the app in the last hour. Takes a transaction-scoped lock on the
-    /// (app, number) pair first, so concurrent requests for one number count one after the other.
-    static func recentSMS(_ db: PostgresConnection, appRef: Int64, to: String, logger: Logger) async throws -> Int {
-        try await db.query("SELECT pg_advisory_xact_lock(\(Int32(truncatingIfNeeded: appRef)), hashtext(\(to)))", logger: logger)
-        let rows = try await db.query(
-            """
-            SELECT count(*)::int FROM messages
-            WHERE app_ref = \(appRef) AND channel = 'sms' AND recipient = \(to) AND created_at > now() - interval '1 hour'
-            """, logger: logger)
-        for try await n in rows.decode(Int.self) { return n }
-        return 0
-    }
-
-    /// Counts one SMS against today's (UTC) cap of the app; false when the cap is reached.
-    static func takeSMSQuota(_ db: PostgresConnection, appRef: Int64, dailyLimit: Int, logger: Logger) async throws -> Bool {
-        guard dailyLimit > 0 else { return false }
-        let rows = try await db.query(
-            """
-            INSERT INTO sms_daily_usage AS u (app_ref, day, queued) VALUES (\(appRef), (now() AT TIME ZONE 'UTC')::date, 1)
-            ON CONFLICT (app_ref, day) DO UPDATE SET queued = u.queued + 1 WHERE u.queued < \(dailyLimit)
-            RETURNING queued
-            """, logger: logger)
-        for try await _ in rows { return true }
-        return false
-    }
-
     // MARK: social accounts
 
     /// The user holding the provider account (`linked`), else the user whose handle is the provider's
@@ -181,21 +106,21 @@ enum SecondFactorStore {
             return (user, true)
         }
         guard let email, !email.isEmpty else { return nil }
-        return try await UserStore.user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
+        return try await user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
     }
 
     static func insertSocialUser(
         _ db: PostgresConnection, appRef: Int64, handle: String, provider: String, subject: String, locale: String,
         metadata: [String: JSONValue]?, logger: Logger
     ) async throws -> User {
-        let text = try metadata.map { try UserStore.metadataText($0) } ?? "{}"
+        let text = try metadata.map { try metadataText($0) } ?? "{}"
         let rows = try await db.query(
             """
             INSERT INTO users (app_ref, handle, password_hash, locale, metadata, login_provider)
             VALUES (\(appRef), \(handle), NULL, \(locale), \(text)::jsonb, \(provider))
-            RETURNING \(unescaped: UserStore.columns)
+            RETURNING \(unescaped: columns)
             """, logger: logger)
-        guard let user = try await UserStore.decode(rows).first else { throw StoreError.noRowReturned }
+        guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
         try await IdentityStore.insert(
             db, appRef: appRef, userId: user.id, kind: provider == "apple" ? .apple : .google, subject: subject, email: handle, logger: logger)
         return user
