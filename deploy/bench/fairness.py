@@ -62,12 +62,17 @@ async def one_login(host, port, token, body, timeout):
             pass
 
 
+client_lag = {}
+
+
 async def stream(name, host, port, token, handles, users, password, rate, seconds, timeout, t0, results):
     total = int(rate * seconds)
     tasks = []
+    lags = client_lag.setdefault(name, [])
     loop = asyncio.get_running_loop()
 
     async def send(i, scheduled):
+        lags.append(loop.time() - scheduled)  # how late this client started the request
         handle = handles.format(i % users + 1)
         body = "handle=" + urllib.parse.quote(handle, safe="@") + "&password=" + password
         try:
@@ -106,6 +111,9 @@ def summary(results, name, seconds):
         "ok_p50_ms": ms(percentile(ok, 50)), "ok_p99_ms": ms(percentile(ok, 99)), "ok_max_ms": ms(max(ok) if ok else None),
         "all_p50_ms": ms(percentile(answered, 50)), "all_p99_ms": ms(percentile(answered, 99)),
         "refused_p50_ms": ms(percentile([r[2] * 1000 for r in refused], 50)),
+        # Included in the latencies above; large values mean the client itself fell behind.
+        "client_lag_p50_ms": ms(percentile([x * 1000 for x in client_lag.get(name, [])], 50)),
+        "client_lag_p99_ms": ms(percentile([x * 1000 for x in client_lag.get(name, [])], 99)),
     }
 
 

@@ -158,8 +158,11 @@ for name in ("A", "B"):
     s = r[name]
     print(f"app {name} ({r[name.lower() + '_rate']}/s offered): sent {s['sent']}, outcomes {s['outcomes']}, "
           f"200s {s['ok_per_s']:.1f}/s, 503 rate {s['rate_503']:.3f} ({s['retry_after_on_503']} with Retry-After); "
-          f"200 latency p50 {s['ok_p50_ms']} ms, p99 {s['ok_p99_ms']} ms, max {s['ok_max_ms']} ms; 503 p50 {s['refused_p50_ms']} ms")
+          f"200 latency p50 {s['ok_p50_ms']} ms, p99 {s['ok_p99_ms']} ms, max {s['ok_max_ms']} ms; 503 p50 {s['refused_p50_ms']} ms; "
+          f"client send lag p50 {s['client_lag_p50_ms']} ms, p99 {s['client_lag_p99_ms']} ms")
 PY
+echo "server KDF metrics after the run:"
+curl -sf "$H/metrics" | grep -E '^cosync_kdf_(refused_total|wait_seconds_(count|sum))' | sed 's/^/  /' || echo "  (none exported)"
 fair() { py 'import json,sys; r=json.load(open(sys.argv[1])); v=r[sys.argv[2]][sys.argv[3]]; print("nan" if v is None else v)' "$TMP/fair.json" "$1" "$2"; }
 B_P50=$(fair B all_p50_ms); B_P99=$(fair B all_p99_ms); B_SENT=$(fair B sent); B_OUT=$(fair B outcomes)
 A_503=$(calc "round($(fair A rate_503), 3)"); A_OUT=$(fair A outcomes); A_OK=$(fair A ok_per_s)
@@ -171,10 +174,19 @@ if [ "$APPS" -gt 0 ] 2>/dev/null; then
   echo "$TOKEN" > "$TMP/apptokens-1.txt"
   token_lua "$TMP/apptokens-1.txt" app-token /api/appuser/getApplication > "$TMP/getapp-1.lua"
   token_lua "$TMP/access-1app.txt" access-token /api/appuser/getUser > "$TMP/getuser-1.lua"
-  wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/getapp-1.lua" "$H" > "$TMP/getapp-1.txt"
-  wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/getuser-1.lua" "$H" > "$TMP/getuser-1.txt"
+  # PostgreSQL transactions per request (each query outside a transaction is one): app-cache misses show here.
+  xacts() { "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'" bench; }
+  measured_wrk() {  # measured_wrk LUA OUT: wrk run, then transactions per request appended to OUT
+    local before; before=$(xacts); sleep 1.5
+    wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$1" "$H" > "$2"; sleep 1.5
+    echo "XACTS_PER_REQ $(calc "round(($(xacts) - $before) / max(1, $(sed -nE 's/^ *([0-9]+) requests in.*/\1/p' "$2")), 3)")" >> "$2"
+  }
+  xpr() { sed -nE 's/^XACTS_PER_REQ (.*)/\1/p' "$1"; }
+  measured_wrk "$TMP/getapp-1.lua" "$TMP/getapp-1.txt"
+  measured_wrk "$TMP/getuser-1.lua" "$TMP/getuser-1.txt"
   GA1=$(rate < "$TMP/getapp-1.txt"); GU1=$(rate < "$TMP/getuser-1.txt")
-  echo "one app: getApplication $GA1 req/s (non-2xx $(non2xx < "$TMP/getapp-1.txt")), getUser $GU1 req/s over $USERS users (non-2xx $(non2xx < "$TMP/getuser-1.txt"))"
+  echo "one app: getApplication $GA1 req/s (non-2xx $(non2xx < "$TMP/getapp-1.txt"), $(xpr "$TMP/getapp-1.txt") db transactions/req)," \
+       "getUser $GU1 req/s over $USERS users (non-2xx $(non2xx < "$TMP/getuser-1.txt"), $(xpr "$TMP/getuser-1.txt") db transactions/req)"
   # The admin API makes an RSA-2048 key per app: time a few to show what 10,000 would take.
   ADMIN_N=16; ADMIN_START=$(date +%s.%N)
   seq 1 "$ADMIN_N" | xargs -P 4 -I{} curl -sf -o /dev/null -X POST "$H/admin/v1/apps" -H "Authorization: Bearer $COSYNC_OPERATOR_TOKEN" -d '{"name":"Admin {}"}'
@@ -195,11 +207,12 @@ if [ "$APPS" -gt 0 ] 2>/dev/null; then
   # Warm-up: every app through the cache once (and its first load), then measure.
   wrk -t2 -c"$CONNECTIONS" -d5s -s "$TMP/getapp-many.lua" "$H" > "$TMP/getapp-warm.txt"
   echo "warm-up: $(rate < "$TMP/getapp-warm.txt") req/s over $APPS app tokens"
-  wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/getapp-many.lua" "$H" > "$TMP/getapp-many.txt"
-  wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/getuser-many.lua" "$H" > "$TMP/getuser-many.txt"
+  measured_wrk "$TMP/getapp-many.lua" "$TMP/getapp-many.txt"
+  measured_wrk "$TMP/getuser-many.lua" "$TMP/getuser-many.txt"
   GAN=$(rate < "$TMP/getapp-many.txt"); GUN=$(rate < "$TMP/getuser-many.txt")
-  echo "$APPS apps: getApplication $GAN req/s round robin over all $APPS tokens (non-2xx $(non2xx < "$TMP/getapp-many.txt"))," \
-       "getUser $GUN req/s over 32 users in 8 of the apps (non-2xx $(non2xx < "$TMP/getuser-many.txt"))"
+  echo "$APPS apps: getApplication $GAN req/s round robin over all $APPS tokens (non-2xx $(non2xx < "$TMP/getapp-many.txt"), $(xpr "$TMP/getapp-many.txt") db transactions/req)," \
+       "getUser $GUN req/s over 32 users in 8 of the apps (non-2xx $(non2xx < "$TMP/getuser-many.txt"), $(xpr "$TMP/getuser-many.txt") db transactions/req)"
+  echo "(the app cache keeps an entry 10 s: an app asked less often than that is loaded again on its next request)"
   APPS_DONE=1
 fi
 
