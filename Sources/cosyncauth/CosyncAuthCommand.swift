@@ -13,7 +13,10 @@ struct CosyncAuthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cosyncauth",
         abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, DoctorCommand.self, BenchBcrypt.self, BenchPasskey.self],
+        subcommands: [
+            Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, DoctorCommand.self, BenchBcrypt.self,
+            BenchPasskey.self, BenchPKSelect.self, BenchToken.self, BenchSeedApps.self,
+        ],
         defaultSubcommand: Serve.self)
 }
 
