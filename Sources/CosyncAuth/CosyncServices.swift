@@ -29,7 +29,7 @@ public struct CosyncServices: Sendable {
         let serverKeys = try await ServerKeyRing.load(client: client, box: configuration.secretBox, logger: logger)
         let (operatorToken, generated) = try await OperatorToken.resolve(
             configured: configuration.operatorToken, client: client, logger: logger)
-        let cache = AppCache()
+        let cache = AppCache(ttl: configuration.appCacheTTL)
         let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger, cache: cache)
         let hasher = PasswordHasher(cost: configuration.bcryptCost, maxWait: configuration.kdfMaxWait)
         let tokens = TokenIssuer(

@@ -132,7 +132,13 @@ extension LegacyImporter {
             }
         }
         fields["phone_verified"] = fields["phone_verified"] ?? .bool(false)
-        fields["two_factor_phone"] = .bool(doc.bool("twoFactorPhoneVerification") ?? false)
+        // Phone 2FA needs a number that can receive the code: without one it is off, and the report says
+        // so (as for a Google key that cannot be read), never silently skipped at login.
+        let phoneTwoFactor = doc.bool("twoFactorPhoneVerification") ?? false
+        fields["two_factor_phone"] = .bool(phoneTwoFactor && fields["phone"] != nil)
+        if phoneTwoFactor && fields["phone"] == nil {
+            notes.adjust("users", legacyId, app.appId, handle, "phone 2FA was on without a usable phone number; turned off")
+        }
         fields["two_factor_google"] = .bool(doc.bool("twoFactorGoogleVerification") ?? false)
         if let key = doc.string("googleSecretKey"), !key.isEmpty {
             if let secret = TOTP.secret(fromKey: key) {

@@ -50,8 +50,8 @@ struct BenchSeedApps: AsyncParsableCommand {
                 @Sendable func insert(_ index: Int) async throws -> String {
                     let appId = Secrets.hexIdentifier()
                     let appToken = try await serverKeys.sign(AppTokenClaims(appId: appId))
-                    let tokenSealed = try box.seal(appToken, purpose: "app-token:\(appId)")
-                    let privateSealed = try box.seal(key.privateKeyPEM, purpose: "app-key:\(key.kid)")
+                    let tokenSealed = try box.seal(appToken, purpose: .appToken(appId: appId))
+                    let privateSealed = try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid))
                     try await client.transaction(logger: logger) { db in
                         let row = try await AppStore.insertApp(
                             db, appId: appId, name: "\(prefix) \(index)", status: state.status.rawValue, settings: state.settings,

@@ -41,6 +41,9 @@ struct EndUserRulesTests {
             #expect(try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], withAppToken: false).object["code"] == .int(403))
             #expect(try await sdk.post("/api/appuser/changePassword", [("password", "a")], withAppToken: false).object["code"] == .int(602))
             #expect(try await sdk.post("/api/appuser/login", [("handle", "a@b.c")], withAppToken: false).object["code"] == .int(400))
+            // getApplication: no token is E602, an empty one names no app (E400).
+            #expect(try await api.call(.get, "/api/appuser/getApplication").object["code"] == .int(602))
+            #expect(try await api.call(.get, "/api/appuser/getApplication?appToken=").object["code"] == .int(400))
         }
     }
 

@@ -82,19 +82,19 @@ struct OutboxTests {
             let appId = try await api.createApp("Held Mail").string("appId")
             let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
             let sendGrid = try await TestEnvironment.sendGrid.value
-            // A message queued while the app was active, due 400 ms later (so the worker cannot take it
-            // before the suspension), then the suspension.
+            // A message queued while the app was active, due 1.5 s later (so the worker cannot take it
+            // before the suspension, even on a loaded machine), then the suspension.
             let guest = Self.unique("held")
             try await TestEnvironment.sql("""
                 INSERT INTO messages (app_ref, channel, recipient, template, subject, body, next_attempt)
-                VALUES (\(ref), 'email', \(guest), 'signUpSuccess', 'Welcome', 'held', now() + interval '400 milliseconds')
+                VALUES (\(ref), 'email', \(guest), 'signUpSuccess', 'Welcome', 'held', now() + interval '1500 milliseconds')
                 """)
             #expect(try await api.call(.patch, "/admin/v1/apps/\(appId)", json: .object(["status": .string("suspended")])).status == .ok)
             // A message queued during the suspension (by the operator) is held too.
             let during = Self.unique("during")
             #expect(try await invite(api, appId, during).status == .created)
 
-            try await Task.sleep(for: .milliseconds(1500))  // dozens of worker polls, past next_attempt
+            try await Task.sleep(for: .milliseconds(2500))  // dozens of worker polls, past next_attempt
             #expect(await sendGrid.mails(to: guest).isEmpty)
             #expect(await sendGrid.mails(to: during).isEmpty)
             #expect(try await status(guest) == "queued")

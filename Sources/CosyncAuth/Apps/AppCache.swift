@@ -15,7 +15,7 @@ import ServiceLifecycle
 /// **No listener, no cache.** Entries are served only while the listener's connection is up and has
 /// been since they were loaded: a lost connection (notifications may have been missed) empties the
 /// cache and turns it off until the listener is back. So a security change (suspension, deletion, a
-/// rotated-away app token) never waits for the TTL; the TTL (`ttl`, 10 s by default) is only the net
+/// rotated-away app token) never waits for the TTL; the TTL (`ttl`, `COSYNC_APP_CACHE_TTL`, 120 s by default) is only the net
 /// under a connection that died without saying so, and the listener's ping bounds that case too.
 ///
 /// **No stale write-back.** A load records the cache's generation before its query and stores its
@@ -78,7 +78,7 @@ public final class AppCache: Sendable {
     /// 100,000 apps hold a few hundred MB at most, far more than one deployment serves).
     public let capacity: Int
 
-    public init(ttl: Duration = .seconds(10), capacity: Int = 100_000) {
+    public init(ttl: Duration = .seconds(120), capacity: Int = 100_000) {
         self.ttl = ttl
         self.capacity = max(1, capacity)
     }

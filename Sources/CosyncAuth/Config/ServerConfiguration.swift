@@ -13,6 +13,9 @@ public struct ServerConfiguration: Sendable {
     /// The longest expected wait for a bcrypt thread before a password request is refused with 503
     /// and `Retry-After` (`COSYNC_KDF_MAX_WAIT_MS`, default 2000; see KDFScheduler).
     public var kdfMaxWait: Duration = .seconds(2)
+    /// How long an app stays in a node's cache without a change notice (`COSYNC_APP_CACHE_TTL`, seconds,
+    /// default 120). Only a net: every change reaches every node at once through LISTEN/NOTIFY.
+    public var appCacheTTL: Duration = .seconds(120)
     public var databaseMaxConnections: Int
     /// `log` (development) or `sendgrid`.
     public var emailTransport: String = "log"
@@ -165,6 +168,7 @@ public struct ServerConfiguration: Sendable {
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
         if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
         if let ms = try number("COSYNC_KDF_MAX_WAIT_MS", 10...60000) { kdfMaxWait = .milliseconds(ms) }
+        if let seconds = try number("COSYNC_APP_CACHE_TTL", 1...3600) { appCacheTTL = .seconds(seconds) }
         if let seconds = try number("COSYNC_SHUTDOWN_DRAIN_SECONDS", 0...300) { shutdownDrain = .seconds(seconds) }
         if let seconds = try number("COSYNC_SHUTDOWN_TIMEOUT_SECONDS", 1...3600) { shutdownTimeout = .seconds(seconds) }
         if let days = try number("COSYNC_ACCESS_TOKEN_DAYS", 1...3650) { accessTokenLifetime = Double(days) * 86400 }

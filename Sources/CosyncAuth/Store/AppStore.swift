@@ -24,7 +24,7 @@ public struct App: Sendable {
 public enum AppStatus: String, Codable, Sendable, CaseIterable {
     case active, suspended, migrated
 
-    init(stored: String) { self = AppStatus(rawValue: stored) ?? .suspended }
+    public init(stored: String) { self = AppStatus(rawValue: stored) ?? .suspended }
 
     /// The name the legacy end-user wire uses (`getApplication`, AppKey `GET app`).
     public var legacyName: String { self == .suspended ? "inactive" : rawValue }

@@ -39,15 +39,36 @@ public enum SessionStore {
     /// `userId`, and not have expired. `last_seen_at` is written only when it is 5 minutes old, so a
     /// busy client does not write on every request.
     static func liveUser(_ db: PostgresConnection, sessionId: UUID, appRef: Int64, userId: UUID, logger: Logger) async throws -> User? {
-        let rows = try await db.query(
-            """
+        for try await user in try await db.execute(LiveUser(sessionId: sessionId, appRef: appRef, userId: userId), logger: logger) {
+            return user
+        }
+        return nil
+    }
+
+    /// Every access-token request runs it: a prepared statement, parsed and planned once per connection.
+    /// `last_seen_at` moves at most every 5 minutes, so nearly every call only reads.
+    struct LiveUser: PostgresPreparedStatement {
+        static let sql = """
             WITH seen AS (
                 UPDATE sessions SET last_seen_at = now()
-                WHERE id = \(sessionId) AND expires_at > now() AND last_seen_at < now() - interval '5 minutes')
-            SELECT \(unescaped: UserStore.qualifiedColumns("u")) FROM sessions s JOIN users u ON u.id = s.user_id
-            WHERE s.id = \(sessionId) AND s.app_ref = \(appRef) AND s.user_id = \(userId) AND s.expires_at > now()
-            """, logger: logger)
-        return try await UserStore.decode(rows).first
+                WHERE id = $1 AND expires_at > now() AND last_seen_at < now() - interval '5 minutes')
+            SELECT \(UserStore.qualifiedColumns("u")) FROM sessions s JOIN users u ON u.id = s.user_id
+            WHERE s.id = $1 AND s.app_ref = $2 AND s.user_id = $3 AND s.expires_at > now()
+            """
+        typealias Row = User
+        let sessionId: UUID
+        let appRef: Int64
+        let userId: UUID
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(sessionId)
+            bindings.append(appRef)
+            bindings.append(userId)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> User { try UserStore.user(from: row) }
     }
 
     static func list(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> [Session] {

@@ -18,19 +18,21 @@ public enum UserStore {
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [User] {
         var users: [User] = []
-        for try await row in rows {
-            let c = try row.decode(
-                (UUID, Int64, String, String?, String?, String, String, String, String?, String, String?, Bool, Bool, Bool,
-                 Int, Date?, Date, Date, String?, Data?).self)
-            let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.9.utf8))) ?? [:]
-            users.append(
-                User(
-                    id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: UserStatus(stored: c.6),
-                    loginProvider: c.7, socialUserId: c.8, metaData: metadata, phone: c.10, phoneVerified: c.11,
-                    twoFactorPhone: c.12, twoFactorGoogle: c.13, tokenVersion: c.14, lastLogin: c.15, createdAt: c.16,
-                    updatedAt: c.17, jwtSubject: c.18, keptTokenHash: c.19))
-        }
+        for try await row in rows { users.append(try user(from: row)) }
         return users
+    }
+
+    /// One row of `columns`.
+    static func user(from row: PostgresRow) throws -> User {
+        let c = try row.decode(
+            (UUID, Int64, String, String?, String?, String, String, String, String?, String, String?, Bool, Bool, Bool,
+             Int, Date?, Date, Date, String?, Data?).self)
+        let metadata = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(c.9.utf8))) ?? [:]
+        return User(
+            id: c.0, appRef: c.1, handle: c.2, userName: c.3, passwordHash: c.4, locale: c.5, status: UserStatus(stored: c.6),
+            loginProvider: c.7, socialUserId: c.8, metaData: metadata, phone: c.10, phoneVerified: c.11,
+            twoFactorPhone: c.12, twoFactorGoogle: c.13, tokenVersion: c.14, lastLogin: c.15, createdAt: c.16,
+            updatedAt: c.17, jwtSubject: c.18, keptTokenHash: c.19)
     }
 
     static func metadataText(_ metadata: [String: JSONValue]) throws -> String {
@@ -146,16 +148,40 @@ public enum UserStore {
 
     // MARK: lookups and the end-user writes
 
-    /// The user whose handle or user name is `identifier` (lower-cased).
+    /// The user whose handle or user name is `identifier` (lower-cased). Every password login runs
+    /// it: a prepared statement (parsed and planned once per connection) unless it locks.
     static func user(_ db: PostgresConnection, appRef: Int64, handleOrUserName identifier: String, forUpdate: Bool = false, logger: Logger) async throws -> User? {
-        let lock = forUpdate ? " FOR UPDATE" : ""
+        if !forUpdate {
+            for try await user in try await db.execute(ByIdentifier(appRef: appRef, identifier: identifier), logger: logger) { return user }
+            return nil
+        }
         let rows = try await db.query(
             """
             SELECT \(unescaped: columns) FROM users
             WHERE app_ref = \(appRef) AND (lower(handle) = \(identifier) OR lower(user_name) = \(identifier))
-            ORDER BY (lower(handle) = \(identifier)) DESC LIMIT 1\(unescaped: lock)
+            ORDER BY (lower(handle) = \(identifier)) DESC LIMIT 1 FOR UPDATE
             """, logger: logger)
         return try await decode(rows).first
+    }
+
+    struct ByIdentifier: PostgresPreparedStatement {
+        static let sql = """
+            SELECT \(UserStore.columns) FROM users
+            WHERE app_ref = $1 AND (lower(handle) = $2 OR lower(user_name) = $2)
+            ORDER BY (lower(handle) = $2) DESC LIMIT 1
+            """
+        typealias Row = User
+        let appRef: Int64
+        let identifier: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(appRef)
+            bindings.append(identifier)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> User { try UserStore.user(from: row) }
     }
 
     static func user(_ db: PostgresConnection, appRef: Int64, handle: String, exact: Bool = false, forUpdate: Bool = false, logger: Logger) async throws -> User? {

@@ -53,7 +53,7 @@ struct AdminAuthorization: Sendable {
             guard owner.appId == appId else {
                 throw AdminError(status: .forbidden, code: "forbidden", message: "this app secret belongs to another app")
             }
-            if owner.status == AppState.Status.suspended.rawValue, request.method != .get, request.method != .head {
+            if AppStatus(stored: owner.status) == .suspended, request.method != .get, request.method != .head {
                 throw AdminError(status: .forbidden, code: "app_suspended", message: "the app is suspended: its secret may only read")
             }
             return (.appDeveloper(appId: appId), try await services.apps.cachedApp(appId: appId))
