@@ -29,11 +29,10 @@ extension EndUserFlows {
             return created
         }
         try requireActiveUser(user)
-        let issued = try await issueTokens(app: app, user: user, method: .anonymous)
-        try await client.withConnection { db in
-            try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
-            try await audit(db, app: app, handle: handle, action: "loginAnonymous")
+        let flows = self
+        return try await issueTokens(app: app, user: user, method: .anonymous) { db in
+            try await UserStore.touchLastLogin(db, userId: user.id, logger: flows.logger)
+            try await flows.audit(db, app: app, handle: handle, action: "loginAnonymous")
         }
-        return issued
     }
 }

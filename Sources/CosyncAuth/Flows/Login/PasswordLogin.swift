@@ -72,13 +72,11 @@ extension EndUserFlows {
         if mode == .google, user.twoFactorGoogle {
             return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil)
         }
-        let issued = try await issueTokens(app: app, user: user, method: .password)
-        try await Telemetry.sql("update last login") {
-            try await client.withConnection { db in
-                try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "login")
-                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: logger)
-            }
+        let flows = self
+        let issued = try await issueTokens(app: app, user: user, method: .password) { db in
+            try await UserStore.touchLastLogin(db, userId: user.id, logger: flows.logger)
+            try await flows.audit(db, app: app, handle: user.handle, action: "login")
+            try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: flows.logger)
         }
         return .tokens(issued)
     }

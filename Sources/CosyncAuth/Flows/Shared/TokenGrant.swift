@@ -19,7 +19,12 @@ public enum LoginOutcome: Sendable, Equatable {
 extension EndUserFlows {
     /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
     /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
-    func issueTokens(app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata) async throws -> IssuedTokens {
+    /// `alongside` runs in the session's transaction (one pool checkout for the sign-in's writes: the
+    /// session, and e.g. the last-login time, the audit row and the event).
+    func issueTokens(
+        app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata,
+        alongside: (@Sendable (PostgresConnection) async throws -> Void)? = nil
+    ) async throws -> IssuedTokens {
         let claims: [String: JSONValue]
         do {
             claims = try Metadata.userJWTClaims(user: user, settings: app.settings)
@@ -29,11 +34,18 @@ extension EndUserFlows {
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
+        let (origin, lifetime) = (ClientOrigin.current, tokens.accessTokenSeconds(userJWTExpirationHours: hours))
+        let insert: @Sendable (PostgresConnection) async throws -> Bool = { [logger] db in
+            try await SessionStore.insert(
+                db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
+                origin: origin, lifetimeSeconds: lifetime, logger: logger)
+        }
         let opened = try await Telemetry.sql("insert session") {
-            try await client.withConnection {
-                try await SessionStore.insert(
-                    $0, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
-                    origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
+            guard let alongside else { return try await client.withConnection(insert) }
+            return try await client.transaction(logger: logger) { db in
+                guard try await insert(db) else { return false }
+                try await alongside(db)
+                return true
             }
         }
         // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
