@@ -46,6 +46,24 @@ struct KDFSchedulerTests {
         #expect(scheduler.running == 0 && scheduler.waiting == 0)
     }
 
+    @Test("precheck turns a flooding tenant away before its database work, and lets another tenant through")
+    func precheck() async throws {
+        let scheduler = KDFScheduler(slots: 1, maxWait: .milliseconds(250), initialEstimate: .milliseconds(100))
+        #expect(throws: Never.self) { try scheduler.precheck(tenant: "flood") }  // a free slot
+        try await scheduler.acquire(tenant: "flood")
+        let queued = Task { try await scheduler.acquire(tenant: "flood") }
+        try await eventually { scheduler.waiting == 1 }
+        let second = Task { try await scheduler.acquire(tenant: "flood") }
+        try await eventually { scheduler.waiting == 2 }
+        // flood: 2 ahead + itself = 300 ms > 250 ms. quiet: 1 flood job ahead (its turn comes next) = 200 ms.
+        #expect(throws: KDFOverloaded(retryAfterSeconds: 1)) { try scheduler.precheck(tenant: "flood") }
+        #expect(throws: Never.self) { try scheduler.precheck(tenant: "quiet") }
+        #expect(scheduler.waiting == 2, "a precheck queues nothing")
+        for _ in 0..<3 { scheduler.release(ranFor: .milliseconds(100)) ; try await Task.sleep(for: .milliseconds(5)) }
+        try await queued.value
+        try await second.value
+    }
+
     @Test("a job whose expected wait passes the bound is refused at once with a Retry-After; cancelled waiters give their place back")
     func boundAndCancellation() async throws {
         let scheduler = KDFScheduler(slots: 1, maxWait: .milliseconds(250), initialEstimate: .milliseconds(100))

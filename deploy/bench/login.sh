@@ -169,7 +169,7 @@ A_503=$(calc "round($(fair A rate_503), 3)"); A_OUT=$(fair A outcomes); A_OK=$(f
 
 APPS_DONE=""
 if [ "$APPS" -gt 0 ] 2>/dev/null; then
-  echo "== $APPS apps: per-request cost with the app cache on (TTL 10 s), against one app"
+  echo "== $APPS apps: per-request cost with the app cache on (TTL: COSYNC_APP_CACHE_TTL, 120 s by default), against one app"
   # One app's token / one app's users, through the same round-robin wrk script as with many apps.
   echo "$TOKEN" > "$TMP/apptokens-1.txt"
   token_lua "$TMP/apptokens-1.txt" app-token /api/appuser/getApplication > "$TMP/getapp-1.lua"
@@ -212,7 +212,7 @@ if [ "$APPS" -gt 0 ] 2>/dev/null; then
   GAN=$(rate < "$TMP/getapp-many.txt"); GUN=$(rate < "$TMP/getuser-many.txt")
   echo "$APPS apps: getApplication $GAN req/s round robin over all $APPS tokens (non-2xx $(non2xx < "$TMP/getapp-many.txt"), $(xpr "$TMP/getapp-many.txt") db transactions/req)," \
        "getUser $GUN req/s over 32 users in 8 of the apps (non-2xx $(non2xx < "$TMP/getuser-many.txt"), $(xpr "$TMP/getuser-many.txt") db transactions/req)"
-  echo "(the app cache keeps an entry 10 s: an app asked less often than that is loaded again on its next request)"
+  echo "(the app cache keeps an entry COSYNC_APP_CACHE_TTL seconds (120): an app asked less often than that is loaded again on its next request)"
   APPS_DONE=1
 fi
 

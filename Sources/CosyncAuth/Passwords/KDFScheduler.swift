@@ -92,6 +92,29 @@ public final class KDFScheduler: Sendable {
     /// Jobs running.
     public var running: Int { state.withLockedValue { $0.running } }
 
+    /// Throws `KDFOverloaded` when a job of `tenant` queued now would be refused: a flow calls it before
+    /// the database work that leads to bcrypt, so a tenant's flood is turned away for the price of this
+    /// check instead of a user lookup and an attempt reservation each. Only an early answer: `acquire`
+    /// still decides.
+    public func precheck(tenant: String) throws(KDFOverloaded) {
+        let refusal = state.withLockedValue { state -> Int? in state.running < slots ? nil : self.refusal(of: tenant, in: state) }
+        if let refusal { throw KDFOverloaded(retryAfterSeconds: refusal) }
+    }
+
+    /// The Retry-After seconds when a job of `tenant` queued now would wait longer than `maxWait`; nil
+    /// when it may queue. Jobs ahead of it in round-robin order: its own tenant's queue, and from every
+    /// other tenant at most one more job than that (their turns come in between). A tenant that floods
+    /// lengthens its own wait, not the other tenants'.
+    func refusal(of tenant: String, in state: State) -> Int? {
+        let own = state.queues[tenant]?.count ?? 0
+        var ahead = own
+        for (other, queue) in state.queues where other != tenant { ahead += min(queue.count, own + 1) }
+        let expected = Double(ahead + 1) / Double(slots) * state.averageNanos
+        guard expected > Double(maxWait.nanoseconds) else { return nil }
+        let seconds = expected / 1e9
+        return seconds.isFinite ? max(1, min(3600, Int(seconds.rounded(.up)))) : 60
+    }
+
     /// Waits for a slot for `tenant`, or throws `KDFOverloaded` at once. Every successful call must be
     /// paired with one `release`.
     public func acquire(tenant: String) async throws {
@@ -110,18 +133,7 @@ public final class KDFScheduler: Sendable {
                         state.running += 1
                         return .run
                     }
-                    // Jobs ahead of this one in round-robin order: its own tenant's queue, and from every
-                    // other tenant at most one more job than that (their turns come in between). A tenant
-                    // that floods lengthens its own wait, not the other tenants'.
-                    let own = state.queues[tenant]?.count ?? 0
-                    var ahead = own
-                    for (other, queue) in state.queues where other != tenant { ahead += min(queue.count, own + 1) }
-                    let expected = Double(ahead + 1) / Double(slots) * state.averageNanos
-                    let bound = Double(maxWait.nanoseconds)
-                    if expected > bound {
-                        let seconds = expected / 1e9
-                        return .refuse(seconds.isFinite ? max(1, min(3600, Int(seconds.rounded(.up)))) : 60)
-                    }
+                    if let seconds = refusal(of: tenant, in: state) { return .refuse(seconds) }
                     state.queues[tenant, default: []].append(Waiter(id: id, continuation: continuation))
                     if state.queues[tenant]?.count == 1 { state.ring.append(tenant) }
                     state.waiting += 1

@@ -256,7 +256,22 @@ struct EndUserRoutes {
 
     @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
-        return JSONBody.response(try await flows.getUser(caller: caller))
+        return JSONBody.response(Self.getUserBody(try flows.getUser(caller: caller), appId: caller.app.appId))
+    }
+
+    /// The fields the SDK reads from getUser (<doc:EndUserAPI> §5.15), dates with milliseconds.
+    static func getUserBody(_ user: User, appId: String) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "handle": .string(user.handle), "loginProvider": .string(user.loginProvider), "locale": .string(user.locale),
+            "twoFactorPhoneVerification": .bool(user.twoFactorPhone), "twoFactorGoogleVerification": .bool(user.twoFactorGoogle),
+            "appId": .string(appId), "phoneVerified": .bool(user.phoneVerified), "metaData": .object(user.metaData),
+            "status": .string(user.status.rawValue), "createdAt": .string(ISO8601.milliseconds(user.createdAt)),
+            "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),
+        ]
+        if let userName = user.userName { object["userName"] = .string(userName) }
+        if let phone = user.phone { object["phone"] = .string(phone) }
+        if let lastLogin = user.lastLogin { object["lastLogin"] = .string(ISO8601.milliseconds(lastLogin)) }
+        return object
     }
 
     @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -273,7 +288,8 @@ struct EndUserRoutes {
         guard let setup = try await flows.setTwoFactorGoogleVerification(caller: caller, fields: fields) else {
             return Self.trueBody()
         }
-        return JSONBody.response(["googleSecretKey": .string(setup.googleSecretKey), "QRDataImage": .string(setup.qrDataImage)])
+        let dataURI = "data:image/png;base64," + Data(setup.qrPNG).base64EncodedString()
+        return JSONBody.response(["googleSecretKey": .string(setup.googleSecretKey), "QRDataImage": .string(dataURI)])
     }
 }
 

@@ -15,6 +15,8 @@ extension EndUserFlows {
         // No account has a longer handle (users.handle is 1-254 characters): nothing to find or to count
         // (a throttle subject that long would not fit its index).
         guard handle.count <= 254 else { throw EndUserError.invalidCredentials }
+        // While this app's bcrypt queue is full, turn the attempt away before any database work.
+        try hasher.scheduler.precheck(tenant: String(app.ref))
 
         let found = try await Telemetry.sql("select user") {
             try await client.withConnection {

@@ -6,7 +6,8 @@ import PostgresNIO
 /// The reply of `setTwoFactorGoogleVerification(true)`.
 public struct AuthenticatorSetup: Sendable, Equatable {
     public let googleSecretKey: String
-    public let qrDataImage: String
+    /// The otpauth URI as a QR code PNG (the edge answers it as a data URI).
+    public let qrPNG: [UInt8]
 }
 
 extension EndUserFlows {
@@ -41,6 +42,6 @@ extension EndUserFlows {
             try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(true)])
             try await Events.record(db, app: app, type: .userSecondFactorEnabled, user: user, data: ["factor": .string("google")], logger: logger)
         }
-        return AuthenticatorSetup(googleSecretKey: displayKey, qrDataImage: "data:image/png;base64," + Data(png).base64EncodedString())
+        return AuthenticatorSetup(googleSecretKey: displayKey, qrPNG: png)
     }
 }
