@@ -2,6 +2,7 @@ import CosyncAuth
 import Foundation
 import HTTPTypes
 import JWTKit
+import PostgresNIO
 import Testing
 
 /// Sessions (issue 11 §1): every login-type answer opens one, the access token names it, and the
@@ -27,6 +28,32 @@ struct SessionTests {
     func userId(_ sdk: SDK, _ appId: String, _ handle: String) async throws -> String {
         let list = try await sdk.api.call(.get, "/admin/v1/apps/\(appId)/users?query=\(handle.prefix(8))")
         return try #require(list.json["users"]?.arrayValue?.first?["userId"]?.stringValue)
+    }
+
+    @Test("a login whose session insert meets an uncommitted revocation opens no session that outlives it")
+    func loginRacingRevocation() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, appId) = try await makeApp(api)
+            let handle = Self.unique("race")
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
+            let userId = try #require(UUID(uuidString: try await userId(sdk, appId, handle)))
+            let client = try await TestEnvironment.services().client
+            // A revocation as every revoker does it (token version first, then the sessions), held open
+            // while a login of the same user reaches its session insert.
+            let revocation = Task {
+                try await client.withTransaction(logger: Logger(label: "test")) { db in
+                    try await db.query("UPDATE users SET token_version = token_version + 1 WHERE id = \(userId)", logger: Logger(label: "test"))
+                    try await Task.sleep(for: .milliseconds(1500))
+                    try await db.query("DELETE FROM sessions WHERE user_id = \(userId)", logger: Logger(label: "test"))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let reply = try await sdk.login(handle, "pw")
+            try await revocation.value
+            let live = try await TestEnvironment.value("SELECT count(*)::int FROM sessions WHERE user_id = \(userId)", as: Int.self)
+            #expect(live == 0, "a session survived the revocation (login answered \(reply.status))")
+            #expect(reply.status != .ok, "the login that raced the revocation must fail: \(reply.text)")
+        }
     }
 
     @Test("changePassword keeps the caller's session and ends the others; the admin API lists and ends sessions")

@@ -19,20 +19,31 @@ public enum SessionStore {
     /// version is still `tokenVersion`. A password change, reset, suspension or "sign out everywhere"
     /// that committed while the login was checking its password moved the version on: then no session
     /// is opened (false), and the login must fail, or it would outlive the revocation.
+    ///
+    /// Call it inside a transaction: it locks the user row (`FOR NO KEY UPDATE`) until the transaction
+    /// ends. A revocation updates that row before it deletes the user's sessions, so it either waits
+    /// for this session to commit (and then deletes it) or has committed first (and the version check
+    /// refuses). Without the lock, a revocation running meanwhile could miss the uncommitted session.
     static func insert(
         _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, origin: ClientOrigin,
         lifetimeSeconds: Int, logger: Logger
     ) async throws -> Bool {
-        let rows = try await db.query(
+        let current = try await db.query(
+            """
+            SELECT 1 FROM users
+            WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
+            FOR NO KEY UPDATE
+            """, logger: logger)
+        var found = false
+        for try await _ in current { found = true }
+        guard found else { return false }
+        try await db.query(
             """
             INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)
-            SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
-                   now() + make_interval(secs => \(lifetimeSeconds)::int)
-            FROM users WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
-            RETURNING id
+            VALUES (\(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
+                    now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
-        for try await _ in rows { return true }
-        return false
+        return true
     }
 
     /// The user of a live session, in one statement: the session must exist, belong to the app and to

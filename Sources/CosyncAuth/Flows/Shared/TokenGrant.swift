@@ -40,11 +40,11 @@ extension EndUserFlows {
                 db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
                 origin: origin, lifetimeSeconds: lifetime, logger: logger)
         }
+        // One transaction: the session's insert holds the user row until it commits (see SessionStore.insert).
         let opened = try await Telemetry.sql("insert session") {
-            guard let alongside else { return try await client.withConnection(insert) }
-            return try await client.transaction(logger: logger) { db in
+            try await client.transaction(logger: logger) { db in
                 guard try await insert(db) else { return false }
-                try await alongside(db)
+                try await alongside?(db)
                 return true
             }
         }

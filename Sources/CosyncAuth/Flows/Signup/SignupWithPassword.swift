@@ -19,6 +19,8 @@ extension EndUserFlows {
         let password = try fields.require("password")
         try requireActive(app)
         guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }
+        // While this app's bcrypt queue is full, turn the signup away before any database work.
+        try hasher.scheduler.precheck(tenant: String(app.ref))
         let md5 = try Input.md5(password)
         guard Identifiers.normalizedHandle(handle) != nil else { throw EndUserError.invalidData }
         let locale = (fields["locale"] ?? Locales.defaultLocale).uppercased()
