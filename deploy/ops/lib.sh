@@ -100,6 +100,7 @@ ops_server_env() {
 # SERVER_PID) and waits until /readyz answers 200.
 ops_start_server() {
   local log="$1"; shift
+  OPS_SERVER_LOG="$log"
   local try _ rc base=$((18700 + RANDOM % 2000))
   for try in 1 2 3; do
     HTTP_PORT="$(pg_free_port "$base")"
@@ -133,6 +134,11 @@ ops_stop_server() {
   kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null
   set +e; wait "$SERVER_PID"; SERVER_RC=$?; set -e
   SERVER_STOP_SECONDS="$(ops_elapsed "$start")"
+  # Killed by a signal or a trap (128+): the server's last words, so a CI log says why.
+  if [ "$SERVER_RC" -ge 128 ] && [ -n "${OPS_SERVER_LOG:-}" ] && [ -f "$OPS_SERVER_LOG" ]; then
+    echo "the server ended with code $SERVER_RC; last lines of its log:" >&2
+    tail -40 "$OPS_SERVER_LOG" >&2
+  fi
   SERVER_PID=""
 }
 
