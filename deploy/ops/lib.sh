@@ -136,8 +136,9 @@ ops_stop_server() {
   SERVER_STOP_SECONDS="$(ops_elapsed "$start")"
   # Killed by a signal or a trap (128+): the server's last words, so a CI log says why.
   if [ "$SERVER_RC" -ge 128 ] && [ -n "${OPS_SERVER_LOG:-}" ] && [ -f "$OPS_SERVER_LOG" ]; then
-    echo "the server ended with code $SERVER_RC; last lines of its log:" >&2
-    tail -40 "$OPS_SERVER_LOG" >&2
+    echo "the server ended with code $SERVER_RC; what it said about a crash, then its last lines:" >&2
+    grep -n -m1 -A60 -E 'Fatal error|crashed|Program crashed' "$OPS_SERVER_LOG" >&2 || true
+    tail -15 "$OPS_SERVER_LOG" >&2
   fi
   SERVER_PID=""
 }

@@ -185,7 +185,7 @@ public struct AppCacheListener: Service {
         var wait = Duration.milliseconds(250)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                try await cancelWhenGracefulShutdown { try await listenOnce() }
+                try await cancelWhenGracefulShutdown { try await abandoningOnCancel { try await listenOnce() } }
             } catch {
                 cache.reset(live: false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }

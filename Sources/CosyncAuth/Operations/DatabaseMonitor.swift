@@ -102,7 +102,7 @@ public struct DatabaseMonitor: Service {
                     logger.error("database unreachable: API requests answer 503 until it is back", metadata: ["host": "\(database.host)"])
                 }
             }
-            if failures == 0 { await collect() }
+            if failures == 0 { _ = try? await abandoningOnCancel { await collect(); return true } }
             try? await Task.sleep(until: started + interval)
         }
         try? await connection?.close()

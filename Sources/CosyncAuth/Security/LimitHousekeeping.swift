@@ -22,7 +22,7 @@ public struct LimitHousekeeping: Service {
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                _ = try? await purge()
+                _ = try? await abandoningOnCancel { try await purge() }
                 try? await Task.sleep(for: interval)
             }
         }

@@ -16,7 +16,7 @@ func runClaimLane<Claimed: Sendable>(
     drained: (@Sendable (Claimed) -> Bool)? = nil
 ) async {
     while !Task.isCancelled, !Task.isShuttingDownGracefully {
-        let claimed = try? await cancelWhenGracefulShutdown { try await claim() }
+        let claimed = try? await cancelWhenGracefulShutdown { try await abandoningOnCancel { try await claim() } }
         guard let claimed = claimed ?? nil else {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
             continue

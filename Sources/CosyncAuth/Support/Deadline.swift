@@ -64,3 +64,12 @@ public func withDeadline<T: Sendable>(
         work.cancel()
     }
 }
+
+/// Runs `body` so that the caller returns as soon as it is cancelled, even when `body` waits on
+/// something that misses the cancellation: a connection-pool lease requested just as a shutting-down
+/// service was cancelled, with PostgreSQL down, is served only when a connection opens, and held the
+/// service (and the server's shutdown) until ServiceLifecycle trapped (seen in the ops dbdown test).
+/// The abandoned body is cancelled too and ends whenever it notices.
+public func abandoningOnCancel<T: Sendable>(_ body: @Sendable @escaping () async throws -> T) async throws -> T {
+    try await withDeadline(.seconds(365 * 24 * 3600), body)
+}
