@@ -4,6 +4,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
+import PostgresNIO
 import Testing
 
 @Suite("AppKey: product, relying party and the passkey API (K1–K23)", .serialized)
@@ -92,6 +94,70 @@ struct AppKeyTests {
         }
     }
 
+    @Test("a passkey login or a profile update meeting an account deletion in flight: it waits, fails cleanly, no deadlock")
+    func racingDeletion() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (client, _) = try await K.makeApp(api)
+            let db = try await TestEnvironment.services().client
+            let log = Logger(label: "test")
+            for step in ["loginComplete", "updateProfile"] {
+                let handle = K.uniqueEmail("race")
+                var device = authenticator()
+                let user = try await client.signUp(handle, device)
+                let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle.lowercased())", as: UUID.self))
+                let request: @Sendable () async throws -> API.Reply
+                if step == "loginComplete" {
+                    let options = try await client.post("login", .json, [("handle", .string(handle))])
+                    let fields = K.assertion(handle: handle, device.assert(challenge: try K.challenge(options), userHandle: nil), .json)
+                    request = { try await client.post("loginComplete", .json, fields) }
+                } else {
+                    let token = user.string("access-token")
+                    request = { try await client.post("updateProfile", .json, [("displayName", .string("New Name"))], .access(token)) }
+                }
+                // An account deletion as PostgreSQL runs it: the user row first, its cascade (passkeys,
+                // profile, sessions) after; held open between the two while the request runs. A login
+                // that locked its passkey before the user row closed a cycle here (40P01); a profile
+                // upsert for the vanished user failed its foreign key (23503). Both answered 500.
+                let deletion = Task {
+                    try await db.withTransaction(logger: log) { tx in
+                        try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
+                        try await Task.sleep(for: .milliseconds(1500))
+                        try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                let reply = try await request()
+                try await deletion.value
+                #expect(reply.status == .badRequest && K.code(reply) != 500, "\(step) after the deletion must fail with its error code: \(reply.status) \(reply.text)")
+                #expect(try await TestEnvironment.value("SELECT count(*)::int FROM sessions WHERE user_id = \(userId)", as: Int.self) == 0)
+            }
+        }
+    }
+
+    @Test("the challenge quota counts per handle and client address: a flood from one address locks nobody out elsewhere")
+    func challengeQuotaPerAddress() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (client, _) = try await K.makeApp(api)
+            let handle = K.uniqueEmail("quota")
+            var device = authenticator()
+            _ = try await client.signUp(handle, device)
+            let limit = AppKeyFlowSettings().challengesPerHandlePerHour
+            let flooder = "203.0.113.7"
+            for n in 0..<limit {
+                let reply = try await client.post("login", .json, [("handle", .string(handle))], from: flooder)
+                try #require(reply.status == .ok, "challenge \(n + 1) of \(limit): \(reply.text)")
+            }
+            #expect(K.code(try await client.post("login", .json, [("handle", .string(handle))], from: flooder)) == 500)
+            // The owner, at another address, still signs in.
+            let owner = "198.51.100.20"
+            let options = try await client.post("login", .json, [("handle", .string(handle))], from: owner)
+            #expect(options.status == .ok, "\(options.text)")
+            let assertion = device.assert(challenge: try K.challenge(options), userHandle: nil)
+            let signedIn = try await client.post("loginComplete", .json, K.assertion(handle: handle, assertion, .json), from: owner)
+            #expect(signedIn.status == .ok && signedIn.object["access-token"] != nil, "\(signedIn.text)")
+        }
+    }
+
     @Test("signup errors: existing handle, bad handle, locale, wrong code and its attempt limit, expiry")
     func signupErrors() async throws {
         try await TestEnvironment.withLiveServer { api in
@@ -102,6 +168,12 @@ struct AppKeyTests {
             #expect(K.code(again) == 601)
             #expect(K.code(try await client.post("signup", .json, [("handle", .string("not-an-email")), ("displayName", .string("A"))])) == 617)
             #expect(K.code(try await client.post("signup", .json, [("handle", .string(K.uniqueEmail()))])) == 403)
+            // Names count code points, as their columns do: 100 "é" made of e + U+0301 are 200.
+            let combining = String(repeating: "e\u{301}", count: 100)
+            for names in [[("displayName", combining)], [("firstName", combining), ("lastName", "Lee")]] {
+                let reply = try await client.post("signup", .json, [("handle", .string(K.uniqueEmail()))] + names.map { ($0.0, .string($0.1)) })
+                #expect(K.code(reply) == 602, "\(names.map(\.0)): \(reply.status) \(reply.text)")
+            }
             #expect(K.code(try await client.post("signup", .json, [("handle", .string(K.uniqueEmail())), ("displayName", .string("A")), ("locale", .string("DE"))])) == 609)
 
             // Wrong codes: E602 each, the fifth removes the pending signup.
@@ -326,6 +398,7 @@ struct AppKeyTests {
                 let renamed = try await client.post("updatePasskey", kind, [("keyId", .string(secondId)), ("keyName", .string("Work laptop"))], .access(token))
                 #expect(renamed.status == .ok && renamed.object["authenticators"]?.arrayValue?.contains { $0["name"] == .string("Work laptop") } == true)
                 #expect(K.code(try await client.post("updatePasskey", kind, [("keyId", .string(secondId)), ("keyName", .string(String(repeating: "x", count: 65)))], .access(token))) == 602)
+                #expect(K.code(try await client.post("updatePasskey", kind, [("keyId", .string(secondId)), ("keyName", .string(String(repeating: "e\u{301}", count: 33)))], .access(token))) == 602)
                 #expect(K.code(try await client.post("updatePasskey", kind, [("keyId", .string("AAAA")), ("keyName", .string("n"))], .access(token))) == 614)
                 let removed = try await client.post("removePasskey", kind, [("keyId", .string(secondId))], .access(token))
                 #expect(removed.status == .ok && removed.object["authenticators"]?.arrayValue?.count == 1, "\(removed.text)")

@@ -60,6 +60,21 @@ struct HardeningAdminTests {
             let padded = " " + String(repeating: "n", count: 100)
             let second = try await api.call(.post, "/admin/v1/apps", json: .object(["name": .string(padded)]))
             #expect(second.status == .unprocessableContent, "\(second.text)")
+
+            // A handle of 200 characters but 400 code points passes a character count and then fails
+            // the column's CHECK (254 code points): refused up front on every path, never a 500.
+            let created = try await api.createApp("Combining \(UUID().uuidString.prefix(8))", settings: ["signupFlow": .string("none")])
+            let appId = created.string("appId")
+            let handle = String(repeating: "e\u{301}", count: 200) + "@example.com"
+            let admin = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string(handle), "password": .string("pw")]))
+            #expect(admin.status == .unprocessableContent && admin.errorField == "handle", "\(admin.status) \(admin.text)")
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            let signup = try await sdk.post("/api/appuser/signup", [("handle", handle), ("password", SDK.md5("pw"))])
+            #expect(signup.status == .badRequest && signup.object["code"]?.intValue == 602, "\(signup.status) \(signup.text)")
+            // Within 254 code points it is still a handle.
+            let longest = String(repeating: "e\u{301}", count: 121) + "@x.io"
+            #expect(longest.unicodeScalars.count == 247)
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", longest), ("password", SDK.md5("pw"))]).status == .ok)
         }
     }
 }

@@ -265,6 +265,47 @@ struct SecondFactorTests {
         }
     }
 
+    @Test("a login, loginComplete or forgotPassword meeting an account deletion in flight answers its error code: no 500, no deadlock")
+    func racingDeletion() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none"), "twoFactorVerification": .string("google")])
+            let db = try await TestEnvironment.services().client
+            let log = Logger(label: "test")
+            for (step, expected) in [("login", 600), ("loginComplete", 600), ("forgotPassword", 603)] {
+                let handle = Self.unique("race")
+                let access = try await member(sdk, handle)
+                let setup = try await sdk.post("/api/appuser/setTwoFactorGoogleVerification", [("twoFactor", "true")], accessToken: access)
+                let key = try #require(setup.object["googleSecretKey"]?.stringValue, "\(setup.text)")
+                let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle)", as: UUID.self))
+                let request: @Sendable () async throws -> API.Reply
+                switch step {
+                case "login":
+                    request = { try await sdk.login(handle, "pw") }
+                case "loginComplete":
+                    let loginToken = try #require(try await sdk.login(handle, "pw").object["login-token"]?.stringValue)
+                    request = { try await sdk.post("/api/appuser/loginComplete", [("loginToken", loginToken), ("code", ReferenceTOTP.code(key: key))]) }
+                default:
+                    request = { try await sdk.post("/api/appuser/forgotPassword", [("handle", SDK.handle(handle))]) }
+                }
+                // An account deletion as PostgreSQL runs it: the user row first, the cascade (login
+                // challenges, reset codes, sessions) after; held open between the two. Before, the
+                // login's challenge and the reset code failed their foreign key (500), and loginComplete,
+                // which locked its challenge before the user, deadlocked with the cascade (40P01).
+                let deletion = Task {
+                    try await db.withTransaction(logger: log) { tx in
+                        try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
+                        try await Task.sleep(for: .milliseconds(1500))
+                        try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                let reply = try await request()
+                try await deletion.value
+                #expect(code(reply) == expected, "\(step): \(reply.status) \(reply.text)")
+            }
+        }
+    }
+
     @Test("wrong second-factor codes count per user across login-tokens and lock loginComplete")
     func secondFactorLock() async throws {
         try await TestEnvironment.withLiveServer { api in

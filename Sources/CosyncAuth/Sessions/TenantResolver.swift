@@ -77,7 +77,7 @@ public struct TenantResolver: Sendable {
         guard let claims = await tokens.verifyLegacyAccessToken(accessToken), AppAdministration.isAppId(claims.appId),
             let app = try await apps.cachedApp(appId: claims.appId)
         else { throw EndUserError.invalidAccessToken }
-        let handle = Input.handle(claims.handle)  // as the import normalised it
+        let handle = Identifiers.handle(claims.handle)  // as the import normalised it
         guard let user = try await client.withConnection({
             try await UserStore.importedUser($0, appRef: app.ref, handle: handle, logger: logger)
         }), user.tokenVersion == 0 || Self.isKept(accessToken, by: user) else { throw EndUserError.invalidAccessToken }

@@ -20,37 +20,15 @@ public enum SessionStore {
     /// that committed while the login was checking its password moved the version on: then no session
     /// is opened (false), and the login must fail, or it would outlive the revocation.
     ///
-    /// With `lockingUser`, call it as the first statement of its own transaction: it locks the user row
-    /// (`FOR NO KEY UPDATE`) until the transaction ends. A revocation updates that row before it deletes
-    /// the user's sessions, so it either waits for this session to commit (and then deletes it) or has
-    /// committed first (and the version check refuses). Without the lock, a revocation running meanwhile
-    /// could miss the uncommitted session. First in its transaction, the lock closes no lock cycle; a
-    /// transaction that already holds other rows (AppKey's ceremonies) opens the session without it.
+    /// It first locks the user row (`UserStore.lockLive`) until the transaction ends. A revocation updates
+    /// that row before it deletes the user's sessions, so it either waits for this session to commit
+    /// (and then deletes it) or has committed first (and the version check refuses). Without the lock,
+    /// a revocation running meanwhile could miss the uncommitted session.
     static func insert(
         _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, origin: ClientOrigin,
-        lifetimeSeconds: Int, lockingUser: Bool = false, logger: Logger
+        lifetimeSeconds: Int, logger: Logger
     ) async throws -> Bool {
-        guard lockingUser else {
-            let rows = try await db.query(
-                """
-                INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)
-                SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
-                       now() + make_interval(secs => \(lifetimeSeconds)::int)
-                FROM users WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
-                RETURNING id
-                """, logger: logger)
-            for try await _ in rows { return true }
-            return false
-        }
-        let current = try await db.query(
-            """
-            SELECT 1 FROM users
-            WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
-            FOR NO KEY UPDATE
-            """, logger: logger)
-        var found = false
-        for try await _ in current { found = true }
-        guard found else { return false }
+        guard try await UserStore.lockLive(db, appRef: appRef, userId: userId, tokenVersion: tokenVersion, logger: logger) else { return false }
         try await db.query(
             """
             INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)

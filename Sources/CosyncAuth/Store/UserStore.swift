@@ -207,6 +207,25 @@ public enum UserStore {
         return try await decode(rows).first
     }
 
+    /// Locks the user row (`FOR NO KEY UPDATE`, held to the end of the transaction) if the user is
+    /// still there, active, at `tokenVersion`; false when not (deleted, suspended or revoked since the
+    /// caller was resolved). A transaction that writes rows hanging off the user (passkeys, sessions,
+    /// profiles, challenges) takes this lock first:
+    /// - an account deletion locks the user row before its cascade reaches those rows, so taking them
+    ///   in the other order can deadlock (40P01);
+    /// - a child row inserted for a user deleted meanwhile fails its foreign key (23503); with the
+    ///   lock held, the deletion waits, or has happened and this answers false.
+    static func lockLive(_ db: PostgresConnection, appRef: Int64, userId: UUID, tokenVersion: Int, logger: Logger) async throws -> Bool {
+        let current = try await db.query(
+            """
+            SELECT 1 FROM users
+            WHERE id = \(userId) AND app_ref = \(appRef) AND token_version = \(tokenVersion) AND status = 'active'
+            FOR NO KEY UPDATE
+            """, logger: logger)
+        for try await _ in current { return true }
+        return false
+    }
+
     static func touchLastLogin(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
         try await db.query("UPDATE users SET last_login = now() WHERE id = \(userId)", logger: logger)
     }

@@ -14,10 +14,11 @@ public enum Identifiers {
     }
 
     /// A handle given as JSON (admin API): normalised like the wire's, without the space repair (JSON
-    /// carries a `+` intact), and checked: 1–254 characters without spaces or control characters.
+    /// carries a `+` intact), and checked: 1–254 code points (what the column's CHECK counts; a
+    /// grapheme count would let combining marks through to a 500) without spaces or control characters.
     public static func normalizedHandle(_ raw: String) -> String? {
         let handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        guard !handle.isEmpty, handle.count <= 254,
+        guard !handle.isEmpty, handle.unicodeScalars.count <= 254,
             !handle.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
         else { return nil }
         return handle

@@ -50,7 +50,12 @@ struct AppKeyClient: Sendable {
 
     /// POST with `fields`: as a raw AppKeySwift form, or as a JSON object (values that are JSON
     /// objects, e.g. `response`, stay objects there and become JSON strings in the form).
-    func post(_ name: String, _ kind: Kind, _ fields: [(String, JSONValue)], _ credential: Credential = .app) async throws -> API.Reply {
+    /// `from`: the client address, sent as X-Forwarded-For (the test server trusts 127.0.0.1 as a proxy).
+    func post(_ name: String, _ kind: Kind, _ fields: [(String, JSONValue)], _ credential: Credential = .app, from address: String? = nil)
+        async throws -> API.Reply
+    {
+        var headers = headers(credential)
+        if let address { headers[HTTPField.Name("x-forwarded-for")!] = address }
         switch kind {
         case .form:
             let body = fields.map { key, value -> String in
@@ -59,12 +64,12 @@ struct AppKeyClient: Sendable {
                 default: return "\(key)=\(String(decoding: (try? JSONCoding.encode(value)) ?? Data(), as: UTF8.self))"
                 }
             }.joined(separator: "&")
-            return try await api.call(.post, "\(base)/\(name)", token: nil, body: body, headers: headers(credential), contentType: nil)
+            return try await api.call(.post, "\(base)/\(name)", token: nil, body: body, headers: headers, contentType: nil)
         case .json:
             var object: [String: JSONValue] = [:]
             for (key, value) in fields { object[key] = value }
             let body = String(decoding: try JSONCoding.encode(JSONValue.object(object)), as: UTF8.self)
-            return try await api.call(.post, "\(base)/\(name)", token: nil, body: body, headers: headers(credential))
+            return try await api.call(.post, "\(base)/\(name)", token: nil, body: body, headers: headers)
         }
     }
 

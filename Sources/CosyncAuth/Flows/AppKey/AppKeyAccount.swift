@@ -88,6 +88,9 @@ extension AppKeyFlows {
         let caller = try await caller(credentials)
         guard let names = try Self.names(fields, required: false) else { throw AppKeyError.missingParameter.with("missing parameter: displayName") }
         try await client.transaction(logger: logger) { db in
+            // The user row first: a deletion running meanwhile either waits or has already happened.
+            guard try await UserStore.lockLive(db, appRef: caller.app.ref, userId: caller.user.id, tokenVersion: caller.user.tokenVersion, logger: logger)
+            else { throw AppKeyError.invalidAccessToken }
             try await PasskeyStore.setNames(
                 db, appRef: caller.app.ref, userId: caller.user.id, displayName: names.display, firstName: names.first, lastName: names.last,
                 logger: logger)

@@ -5,7 +5,9 @@ import PostgresNIO
 
 /// Settings of the AppKey flows that are not per app.
 public struct AppKeyFlowSettings: Sendable {
-    /// Challenges (signup, login, verify, anonymous, addPasskey) one handle may be issued per hour.
+    /// Challenges (signup, login, verify, anonymous, addPasskey) one handle may be issued per hour
+    /// from one client address. Counted per handle and address: a quota per handle alone let anyone
+    /// lock a chosen user out of passkey sign-in for an hour by asking for its challenges.
     public var challengesPerHandlePerHour = 60
     /// Code e-mails/SMS of AppKey signups per handle and hour.
     public var codesPerHandlePerHour = 5
@@ -233,10 +235,10 @@ public struct AppKeyFlows: Sendable {
         }
     }
 
-    /// Issues one challenge for a handle, within `challengesPerHandlePerHour`.
+    /// Issues one challenge for a handle, within `challengesPerHandlePerHour` for the caller's address.
     func takeChallengeQuota(_ db: PostgresConnection, app: App, handle: String) async throws {
         guard try await ThrottleStore.take(
-            db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased())", limit: settings.challengesPerHandlePerHour,
+            db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased()) \(ClientOrigin.current.address ?? "-")", limit: settings.challengesPerHandlePerHour,
             windowSeconds: 3600, logger: logger)
         else { throw AppKeyError.rateLimited }
     }

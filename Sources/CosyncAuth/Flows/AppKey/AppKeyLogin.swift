@@ -93,6 +93,9 @@ extension AppKeyFlows {
         }
         enum Outcome { case ok(String?), failed(String), regressed }
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
+            // The user row first, then the passkey: the order an account deletion takes them in.
+            guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger)
+            else { throw AppKeyError.accountSuspended }
             guard let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, forUpdate: true, logger: logger)
             else { throw AppKeyError.passkeyNotExist.with("this passkey is not registered for this account") }
             let stored = StoredCredential(

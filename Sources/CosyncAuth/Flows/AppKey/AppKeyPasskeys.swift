@@ -73,7 +73,7 @@ extension AppKeyFlows {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
         let name = try fields.require("keyName")
-        guard (1...64).contains(name.count), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+        guard (1...64).contains(name.unicodeScalars.count), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
             throw AppKeyError.invalidData.with("keyName must be 1-64 characters")
         }
         try await client.transaction(logger: logger) { db in

@@ -19,7 +19,8 @@ extension AppKeyFlows {
             if required { throw AppKeyError.missingParameter.with("missing parameter: displayName") }
             return nil
         }
-        guard display.count <= 128, (first ?? "").count <= 128, (last ?? "").count <= 128,
+        // Counted in code points, as the columns' CHECKs count them (combining marks count each).
+        guard display.unicodeScalars.count <= 128, (first ?? "").unicodeScalars.count <= 128, (last ?? "").unicodeScalars.count <= 128,
             !display.unicodeScalars.contains(where: { $0.value < 0x20 })
         else { throw AppKeyError.invalidData.with("a name is longer than 128 characters") }
         return (display, first, last)

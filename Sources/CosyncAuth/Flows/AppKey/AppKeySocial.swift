@@ -78,9 +78,14 @@ extension AppKeyFlows {
             }
             guard !hasProvider else { throw AppKeyError.invalidToken }
             do {
-                try await client.withConnection {
+                try await client.transaction(logger: logger) { db in
+                    // The user row first: deleted since the match, it is no account (not a 500 on the
+                    // identity's foreign key).
+                    guard try await UserStore.find(db, appRef: app.ref, id: match.user.id, forUpdate: true, logger: logger) != nil else {
+                        throw AppKeyError.accountDoesNotExist
+                    }
                     try await IdentityStore.insert(
-                        $0, appRef: app.ref, userId: match.user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
+                        db, appRef: app.ref, userId: match.user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
                         logger: logger)
                 }
             } catch let error as PSQLError where error.uniqueViolationConstraint != nil {

@@ -8,7 +8,7 @@ extension EndUserFlows {
     /// Inviting the same handle again re-sends the same code; it never takes over a live invite.
     public func invite(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, inviter) = (caller.app, caller.user)
-        let invitee = Input.handle(try fields.require("handle"))
+        let invitee = Identifiers.handle(try fields.require("handle"))
         let senderUserId = fields["senderUserId"] ?? ""
         try requireActive(app)
         try requireActiveUser(inviter)
@@ -33,7 +33,7 @@ extension EndUserFlows {
         guard let raw = input["handle"]?.stringValue, Identifiers.normalizedHandle(raw) != nil, raw.contains("@") else {
             throw AdminFailure.invalid(FieldError("handle", "invalid_value", "must be an e-mail address"))
         }
-        let invitee = Input.handle(raw)
+        let invitee = Identifiers.handle(raw)
         let locale = (input["locale"]?.stringValue ?? Locales.defaultLocale).uppercased()
         guard input["locale"] == nil || input["locale"]?.stringValue != nil, app.settings.locales.contains(locale) else {
             throw AdminFailure.invalid(FieldError("locale", "invalid_value", "must be one of the app's locales"))

@@ -12,7 +12,7 @@ extension EndUserFlows {
     /// `POST register` (<doc:EndUserAPI> §5.9): accept an invite with its code; the invite's metadata is merged over the
     /// user's (invite values win).
     public func register(app: App, fields: Fields) async throws -> IssuedTokens {
-        let handle = Input.handle(try fields.require("handle"))
+        let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         let rawCode = try fields.require("code")
         try requireActive(app)

@@ -8,7 +8,7 @@ extension EndUserFlows {
     /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
     /// is locked, the answer is `invalidCredentials` without a password check.
     public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
-        let handle = Input.handle(try fields.require("handle"))
+        let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         try requireActive(app)

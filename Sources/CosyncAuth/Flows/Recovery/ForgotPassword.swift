@@ -9,7 +9,7 @@ extension EndUserFlows {
     /// address (each taken atomically with the code's insert; over either, `rateLimited` and nothing
     /// is stored or sent).
     public func forgotPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
-        let identifier = Input.handle(try fields.require("handle"))
+        let identifier = Identifiers.handle(try fields.require("handle"))
         try requireActive(app)
         if !identifier.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         guard let user = try await client.withConnection({
@@ -17,6 +17,11 @@ extension EndUserFlows {
         }) else { throw EndUserError.accountDoesNotExist }
         let code = Secrets.numericCode()
         try await client.transaction(logger: logger) { db in
+            // The user row first: an account deleted since the lookup is answered as unknown, not
+            // as a failed foreign key on the reset code (a 500).
+            guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil else {
+                throw EndUserError.accountDoesNotExist
+            }
             if let clientAddress {
                 guard try await ThrottleStore.take(
                     db, appRef: app.ref, subject: "forgot-ip:\(clientAddress)", limit: settings.resetRequestsPerAddressPerHour,

@@ -10,7 +10,7 @@ extension EndUserFlows {
     /// guesses: at most `maxCodeAttempts` per (user, client address) and `handleThresholdFactor` times
     /// that per user, per `resetCodeLifetime` (so one address cannot lock the owner out of recovery).
     public func resetPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
-        let identifier = Input.handle(try fields.require("handle"))
+        let identifier = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         let rawCode = try fields.require("code")
         try requireActive(app)

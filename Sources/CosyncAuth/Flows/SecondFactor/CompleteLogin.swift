@@ -21,15 +21,18 @@ extension EndUserFlows {
         /// A wrong code is audited inside the transaction; other refusals after it.
         enum Outcome { case accepted(User), wrongCode, refused(String) }
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
+            // The user row before its challenge, in the order an account deletion or a password reset
+            // takes them (user, then its challenges): the other order deadlocked with them (40P01).
+            // FOR UPDATE, as the TOTP check locks it, so the lock is never upgraded.
+            guard let user = try await UserStore.user(db, appRef: app.ref, handle: claims.handle, exact: true, forUpdate: true, logger: logger)
+            else { return .refused("user gone") }
             guard let challenge = try await LoginChallengeStore.lockChallenge(db, id: challengeId, appRef: app.ref, logger: logger) else {
                 return .refused("unknown login-token")
             }
+            guard challenge.userId == user.id else { return .refused("user gone") }
             if challenge.used { return .refused("login-token already used") }
             if challenge.expired { return .refused("login-token expired") }
             if challenge.attempts >= settings.maxCodeAttempts { return .refused("too many wrong codes") }
-            guard let user = try await UserStore.find(db, appRef: app.ref, id: challenge.userId, logger: logger),
-                user.handle == claims.handle
-            else { return .refused("user gone") }
             // Wrong codes also count per user across login-tokens, so that logging in again does not
             // buy fresh guesses at the TOTP or SMS code. The attempt is reserved before the compare
             // (the row stays locked until this transaction ends), so concurrency cannot exceed it.

@@ -11,6 +11,10 @@ extension EndUserFlows {
         let code = phone.map { _ in Secrets.numericCode() }
         let sealed = try code.map { try sealCode($0, purpose: .loginChallenge(challenge)) }
         try await client.transaction(logger: logger) { db in
+            // The user row first, as the login saw it: deleted, suspended or revoked during the
+            // password check, it opens no challenge (and a deleted one no foreign-key failure).
+            guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger)
+            else { throw EndUserError.invalidCredentials }
             try await LoginChallengeStore.insertChallenge(
                 db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
                 lifetimeSeconds: settings.loginCodeLifetime, logger: logger)

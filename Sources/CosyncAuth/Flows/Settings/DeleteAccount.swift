@@ -13,7 +13,7 @@ extension EndUserFlows {
         let handleField = fields["handle"], password = fields["password"], socialToken = fields["token"]
         guard handleField != nil || password != nil || socialToken != nil else { throw EndUserError.missingParameter }
         if let handleField, let password {
-            let handle = Input.handle(handleField)
+            let handle = Identifiers.handle(handleField)
             if handle.contains("@") && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }
             if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
             guard let target = try await client.withConnection({

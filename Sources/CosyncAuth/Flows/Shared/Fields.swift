@@ -31,9 +31,6 @@ extension JSONValue {
 
 /// Input rules shared by the flows (<doc:EndUserAPI> §1.3, <doc:EndUserAPI> §8.2, §10).
 enum Input {
-    /// The wire's handle rule (`Identifiers.handle`).
-    static func handle(_ raw: String) -> String { Identifiers.handle(raw) }
-
     /// A code: trimmed, 1-10 digits, else `invalidData`. Returned in canonical decimal form.
     static func code(_ raw: String) throws(EndUserError) -> String {
         let text = raw.trimmingCharacters(in: .whitespaces)

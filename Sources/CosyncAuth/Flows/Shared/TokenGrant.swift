@@ -38,7 +38,7 @@ extension EndUserFlows {
         let insert: @Sendable (PostgresConnection) async throws -> Bool = { [logger] db in
             try await SessionStore.insert(
                 db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
-                origin: origin, lifetimeSeconds: lifetime, lockingUser: true, logger: logger)
+                origin: origin, lifetimeSeconds: lifetime, logger: logger)
         }
         // One transaction: the session's insert holds the user row until it commits (see SessionStore.insert).
         let opened = try await Telemetry.sql("insert session") {

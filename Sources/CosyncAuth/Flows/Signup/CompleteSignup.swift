@@ -17,7 +17,7 @@ extension EndUserFlows {
 
     /// `POST completeSignup` (<doc:EndUserAPI> §5.6) and the link's `GET completeSignup` (<doc:EndUserAPI> §5.7).
     public func completeSignup(app: App, fields: Fields) async throws -> CompletedSignup {
-        let handle = Input.handle(try fields.require("handle"))
+        let handle = Identifiers.handle(try fields.require("handle"))
         let code = try Input.code(try fields.require("code"))
         try requireActive(app)
         guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }

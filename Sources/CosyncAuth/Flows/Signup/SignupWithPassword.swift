@@ -15,7 +15,7 @@ struct PendingRaced: Error {}
 extension EndUserFlows {
     /// `POST signup` (<doc:EndUserAPI> §5.5, §6.1).
     public func signup(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
-        let handle = Input.handle(try fields.require("handle"))
+        let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         try requireActive(app)
         guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }

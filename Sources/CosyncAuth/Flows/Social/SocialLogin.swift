@@ -31,6 +31,11 @@ extension EndUserFlows {
             guard user.loginProvider == provider.rawValue else { throw Self.accountExists(user) }
             do {
                 try await client.transaction(logger: logger) { db in
+                    // The user row first: deleted since the match, it is no account (not a 500 on the
+                    // identity's foreign key).
+                    guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil else {
+                        throw EndUserError.accountDoesNotExist
+                    }
                     try await IdentityStore.insert(
                         db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
                         logger: logger)

@@ -9,7 +9,7 @@ extension EndUserFlows {
     public func socialSignup(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
         let token = try fields.require("token")
         let provider = try Self.provider(fields, implied: implied)
-        let handle = Input.handle(try fields.require("handle"))
+        let handle = Identifiers.handle(try fields.require("handle"))
         let audiences = try Self.audiences(app, provider)
         try requireActive(app)
         if let existing = try await client.withConnection({

@@ -27,6 +27,9 @@ public struct AuthenticatorData: Sendable {
     public static let minimumLength = 37
     /// Credential ids longer than this are refused (WebAuthn caps them at 1023 bytes).
     public static let maximumCredentialIdLength = 1023
+    /// COSE public keys longer than this are refused: the store holds at most 2048 bytes, and no key
+    /// this server accepts (P-256, Ed25519, RSA up to 8192 bits) comes near it.
+    public static let maximumPublicKeyLength = 2048
 
     public let rpIdHash: [UInt8]
     public let flags: Flags
@@ -52,6 +55,7 @@ public struct AuthenticatorData: Sendable {
             let credentialId = Array(bytes[position..<(position + length)])
             position += length
             let (key, consumed) = try COSEKey.parsePrefix(bytes[position...])
+            guard consumed <= Self.maximumPublicKeyLength else { throw .malformed("credential public key too long") }
             let keyBytes = Array(bytes[position..<(position + consumed)])
             position += consumed
             attestedCredential = AttestedCredential(aaguid: aaguid, credentialId: credentialId, publicKeyCOSE: keyBytes, publicKey: key)
