@@ -63,7 +63,7 @@ struct HardeningAdminTests {
 
             // A handle of 200 characters but 400 code points passes a character count and then fails
             // the column's CHECK (254 code points): refused up front on every path, never a 500.
-            let created = try await api.createApp("Combining \(UUID().uuidString.prefix(8))", settings: ["signupFlow": .string("none")])
+            let created = try await api.createApp("Combining \(UUID().uuidString.prefix(8))", settings: ["signupFlow": .string("none"), "anonymousLoginEnabled": .bool(true)])
             let appId = created.string("appId")
             let handle = String(repeating: "e\u{301}", count: 200) + "@example.com"
             let admin = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string(handle), "password": .string("pw")]))
@@ -75,6 +75,17 @@ struct HardeningAdminTests {
             let longest = String(repeating: "e\u{301}", count: 121) + "@x.io"
             #expect(longest.unicodeScalars.count == 247)
             #expect(try await sdk.post("/api/appuser/signup", [("handle", longest), ("password", SDK.md5("pw"))]).status == .ok)
+            // One letter carrying many marks is one character: an anonymous handle of 306 code points
+            // failed the column's CHECK, a login handle of 20,006 overflowed the throttle key's index.
+            let marks = String(repeating: "\u{301}", count: 300)
+            let anonymous = try await sdk.post("/api/appuser/loginAnonymous", [("handle", "ANON_e" + marks)])
+            #expect(anonymous.status == .badRequest && anonymous.object["code"]?.intValue == 600, "\(anonymous.status) \(anonymous.text)")
+            // Random marks, so that PostgreSQL cannot compress the key under its index's 8 kB.
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<20_000 { scalars.append(Unicode.Scalar(UInt32.random(in: 0x300...0x36F)) ?? "\u{301}") }
+            let heavy = "a" + String(scalars) + "@x.io"
+            let login = try await sdk.post("/api/appuser/login", [("handle", heavy), ("password", SDK.md5("pw"))])
+            #expect(login.status == .badRequest && login.object["code"]?.intValue == 600, "\(login.status) \(login.text)")
         }
     }
 }

@@ -467,5 +467,10 @@ struct HardeningTests {
         #expect(IPNetwork.Address.limitKey("::ffff:192.0.2.1") == "192.0.2.1")
         #expect(IPNetwork.Address.limitKey("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
         #expect(IPNetwork.Address.limitKey("192.0.2.1") == "192.0.2.1")
+        // A forged entry becomes a counter key of at most 64 UTF-8 bytes, however many combining
+        // marks ride on one character (a character cut let a key outgrow its index: a 500).
+        let forged = "x" + String(repeating: "\u{301}", count: 5000)
+        let key = try #require(TrustedProxies.count(1).clientAddress(peer: "10.0.0.2", headerLines: [forged]))
+        #expect(key.utf8.count <= 64 && key.unicodeScalars.first == "x")
     }
 }

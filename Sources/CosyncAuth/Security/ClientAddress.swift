@@ -63,8 +63,18 @@ public enum TrustedProxies: Sendable, Equatable {
         }
     }
 
-    /// A header entry is used as a counter key: never longer than an IPv6 address with a zone.
-    static func bounded(_ entry: String) -> String { String(entry.prefix(64)) }
+    /// A header entry is used as a counter key: never longer than an IPv6 address with a zone, counted
+    /// in UTF-8 bytes (a character count lets combining marks make a key too long for its index).
+    static func bounded(_ entry: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in entry.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= 64 else { break }
+            scalars.append(scalar)
+        }
+        return String(scalars)
+    }
 }
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `::1/128`; a bare address is a /32 or /128).

@@ -186,7 +186,9 @@ public enum UserStore {
 
     static func user(_ db: PostgresConnection, appRef: Int64, handle: String, exact: Bool = false, forUpdate: Bool = false, logger: Logger) async throws -> User? {
         let lock = forUpdate ? " FOR UPDATE" : ""
-        let condition = exact ? "handle = $2" : "lower(handle) = lower($2)"
+        // The exact form also names lower(handle), so both use the (app_ref, lower(handle)) index
+        // (a bare `handle = $2` scanned every user of the app).
+        let condition = exact ? "lower(handle) = lower($2) AND handle = $2" : "lower(handle) = lower($2)"
         var binds = PostgresBindings()
         binds.append(appRef)
         binds.append(handle)

@@ -9,6 +9,9 @@ public struct AppKeyFlowSettings: Sendable {
     /// from one client address. Counted per handle and address: a quota per handle alone let anyone
     /// lock a chosen user out of passkey sign-in for an hour by asking for its challenges.
     public var challengesPerHandlePerHour = 60
+    /// Challenges one client address may be issued per hour over all handles: bounds the rows one
+    /// address can make, whatever handles it names.
+    public var challengesPerAddressPerHour = 1000
     /// Code e-mails/SMS of AppKey signups per handle and hour.
     public var codesPerHandlePerHour = 5
     public var maxCodeAttempts = 5
@@ -235,11 +238,17 @@ public struct AppKeyFlows: Sendable {
         }
     }
 
-    /// Issues one challenge for a handle, within `challengesPerHandlePerHour` for the caller's address.
+    /// Issues one challenge for a handle, within `challengesPerHandlePerHour` for the caller's address
+    /// and `challengesPerAddressPerHour` for the address over all handles (both taken, or neither:
+    /// the caller's transaction rolls back on refusal).
     func takeChallengeQuota(_ db: PostgresConnection, app: App, handle: String) async throws {
+        let address = ClientOrigin.current.address ?? "-"
         guard try await ThrottleStore.take(
-            db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased()) \(ClientOrigin.current.address ?? "-")", limit: settings.challengesPerHandlePerHour,
-            windowSeconds: 3600, logger: logger)
+            db, appRef: app.ref, subject: "appkey-challenge-ip:\(address)", limit: settings.challengesPerAddressPerHour,
+            windowSeconds: 3600, logger: logger),
+            try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased()) \(address)", limit: settings.challengesPerHandlePerHour,
+                windowSeconds: 3600, logger: logger)
         else { throw AppKeyError.rateLimited }
     }
 
@@ -312,7 +321,8 @@ public struct AppKeyFlows: Sendable {
         if agent.contains("Android") { return "Android" }
         if agent.contains("Mac OS X") { return "macOS" }
         if agent.contains("Windows") { return "Windows" }
-        if let attachment, !attachment.isEmpty { return attachment }
+        // Only the two values WebAuthn defines: anything else would be stored as typed, unbounded.
+        if let attachment, ["platform", "cross-platform"].contains(attachment) { return attachment }
         return "unknown"
     }
 }

@@ -191,7 +191,10 @@ extension AppKeyFlows {
     /// Inserts a verified passkey for a user (its name: `<displayName>-<platform>`) and records
     /// `passkey.added`. A credential registered meanwhile → E615.
     func insertPasskey(_ db: PostgresConnection, app: App, user: User, passkey: NewPasskey, displayName: String) async throws {
-        let name = String("\(displayName)-\(passkey.platform)".prefix(64))
+        // At most 64 code points (the column counts code points; a character may carry many).
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: "\(displayName)-\(passkey.platform)".unicodeScalars.prefix(64))
+        let name = String(scalars)
         do {
             try await PasskeyStore.insert(db, appRef: app.ref, userId: user.id, passkey: passkey, name: name, logger: logger)
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {

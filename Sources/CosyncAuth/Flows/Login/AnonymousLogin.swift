@@ -6,7 +6,7 @@ import PostgresNIO
 extension EndUserFlows {
     /// `POST loginAnonymous` (<doc:EndUserAPI> §5.4): the handle must contain `ANON_`; it is matched exactly.
     public func loginAnonymous(app: App, fields: Fields) async throws -> IssuedTokens {
-        guard let handle = fields["handle"], handle.contains("ANON_"), handle.count <= 254 else {
+        guard let handle = fields["handle"], handle.contains("ANON_"), handle.unicodeScalars.count <= 254 else {
             throw EndUserError.invalidCredentials
         }
         guard app.settings.anonymousLoginEnabled else { throw EndUserError.anonymousLoginDisabled }

@@ -12,9 +12,10 @@ extension EndUserFlows {
         let password = try fields.require("password")
         if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         try requireActive(app)
-        // No account has a longer handle (users.handle is 1-254 characters): nothing to find or to count
-        // (a throttle subject that long would not fit its index).
-        guard handle.count <= 254 else { throw EndUserError.invalidCredentials }
+        // No account has a longer handle (users.handle is 1-254 code points, as PostgreSQL counts them;
+        // Swift's character count lets one letter carry thousands of combining marks): nothing to find
+        // or to count (a throttle subject that long would not fit its index).
+        guard handle.unicodeScalars.count <= 254 else { throw EndUserError.invalidCredentials }
         // While this app's bcrypt queue is full, turn the attempt away before any database work.
         try hasher.scheduler.precheck(tenant: String(app.ref))
 

@@ -26,9 +26,11 @@ extension EndUserFlows {
         }
         let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
-            let ended = try await UserStore.setPassword(
+            // Nil: the user was deleted while its password was checked; its token no longer names anyone.
+            guard let ended = try await UserStore.setPassword(
                 db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
-                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger) ?? []
+                keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
+            else { throw EndUserError.invalidAccessToken }
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
             try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)

@@ -37,7 +37,8 @@ extension EndUserFlows {
             throw EndUserError.invalidData
         }
         try await client.transaction(logger: logger) { db in
-            _ = try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger)
+            // Already gone (a concurrent deleteAccount won): no second deletion event.
+            guard try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger) != nil else { throw EndUserError.invalidAccessToken }
             try await audit(db, app: app, handle: user.handle, action: "deleteAccount")
             try await Events.record(db, app: app, type: .userDeleted, user: user, logger: logger)
         }
