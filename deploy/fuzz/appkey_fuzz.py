@@ -23,6 +23,17 @@ APPKEY_ENDPOINTS = [
     "updatePasskey", "removePasskey",
 ]
 
+def mark_bomb(r, name, counts=(130, 300, 2000, 20_000)):
+    """One base letter carrying many random combining marks (U+0300-U+036F): one character to Swift,
+    hundreds or thousands of code points to PostgreSQL's length() CHECKs and index rows. Random
+    marks, so that PostgreSQL cannot compress an index key of them under its 8 kB row limit."""
+    marks = "".join(chr(r.randrange(0x300, 0x370)) for _ in range(r.choice(counts)))
+    text = r.choice(["e", "x", "\u0430"]) + marks
+    if name == "handle":
+        return r.choice([text + "@x.io", "ANON_" + text, text])
+    return text
+
+
 # --- P-256 (pure Python; only for the set-up's few keys and signatures) -----------------------------
 P = 0xFFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF
 A = P - 3
@@ -300,6 +311,7 @@ def generate(r, st):
     else:  # any endpoint, plausible fields
         name = r.choice(APPKEY_ENDPOINTS)
         fields = {k: r.choice(["", "x", ak["handle"], "EN", "a@b.co", "apple", b64url(r.randbytes(20)), "1" * 6])
+                  if r.random() < 0.9 else mark_bomb(r, k)
                   for k in r.sample(["handle", "displayName", "locale", "code", "userName", "keyId", "keyName", "token",
                                      "provider", "firstName", "lastName", "id"], r.randrange(0, 5))}
         if r.random() < 0.5:

@@ -331,6 +331,8 @@ def text_value(r, state, blobs, name):
         return r.choice(["9999-12-31T23:59:59.999Z", "+275760-09-13T00:00:00.000Z", "-271821-04-20T00:00:00Z",
                          "0000-00-00T00:00:00Z", "2024-02-30T25:61:61Z", "1970-01-01T00:00:00Z", "NaN", "Infinity",
                          "-0", "1e-400", "18446744073709551616", "-9223372036854775809"])
+    if choice == 13:
+        return appkey_fuzz.mark_bomb(r, name)
     if choice < 14:
         return r.choice(["' OR 1=1 --", "'; DROP TABLE users; --", "%s%s%n", "{{handle}}", "<script>x</script>",
                          "${jndi:ldap://x}", "\\", "\"", "\u202e\u0000", "\ud83d\ude00" * 3, "\u2028\u2029",
@@ -577,7 +579,7 @@ def generate(i, seed, state, blobs, login_budget):
     if extra < 0.03:
         headers.append(("X-Junk", "\u00ff\u00fe" + "v" * r.choice([10, 4000, 70000 if r.random() < 0.1 else 100])))
     elif extra < 0.04:
-        headers.append(("X-Forwarded-For", r.choice(["1.2.3.4", "::1, 10.0.0.1", "\u00ff", "x" * 300, ", ,"])))
+        headers.append(("X-Forwarded-For", r.choice(["1.2.3.4", "::1, 10.0.0.1", "\u00ff", "x" * 300, ", ,", appkey_fuzz.mark_bomb(r, "", (40, 130, 1000))])))
     elif extra < 0.05:
         headers.append(("Expect", "100-continue"))
     elif extra < 0.06:
