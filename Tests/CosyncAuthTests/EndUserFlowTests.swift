@@ -1,5 +1,6 @@
 import CosyncAuth
 import Foundation
+import PostgresNIO
 import Testing
 
 /// End-to-end through a live port, with bodies built the way the SDK builds them, codes read from the
@@ -192,6 +193,59 @@ struct EndUserFlowTests {
             #expect(try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], accessToken: access).text == "true")
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: otherDevice).object["code"] == .int(405), "the other device's session ended")
             #expect(try await sdk.login(handle, "newer").status == .ok)
+        }
+    }
+
+    @Test("concurrent setUserMetadata of different fields both land; writes of a user deleted meanwhile answer 405")
+    func concurrentProfileWrites() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, _) = try await makeApp(api, [
+                "signupFlow": .string("none"),
+                "metaData": .array([
+                    .object(["path": .string("profile.nick"), "fieldName": .string("nick"), "canEdit": .bool(true)]),
+                    .object(["path": .string("profile.city"), "fieldName": .string("city"), "canEdit": .bool(true)]),
+                ]),
+            ])
+            let handle = Self.unique("meta")
+            let access = try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).object.string("access-token")
+            let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle)", as: UUID.self))
+            let db = try await TestEnvironment.services().client
+            let log = Logger(label: "test")
+            // Both writes hold a caller resolved before either wrote: each must merge into the
+            // metadata as it is when it writes, not into the snapshot its token check read.
+            let holder = Task {
+                try await db.withTransaction(logger: log) { tx in
+                    try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
+                    try await Task.sleep(for: .milliseconds(1000))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            // Straight into the flow (the test client sends one request at a time), truly parallel.
+            let services = try await TestEnvironment.services()
+            let caller = try await services.resolver.caller(accessToken: access, whenMissing: .invalidAccessToken)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for change in [#"{"profile":{"nick":"Zed"}}"#, #"{"profile":{"city":"Oslo"}}"#] {
+                    group.addTask { try await services.flows.setUserMetadata(caller: { caller }, fields: Fields(["metaData": change])) }
+                }
+                try await group.waitForAll()
+            }
+            try await holder.value
+            let user = try await sdk.get("/api/appuser/getUser", accessToken: access)
+            #expect(user.object["metaData"] == .object(["profile": .object(["nick": .string("Zed"), "city": .string("Oslo")])]), "\(user.text)")
+
+            // A deletion in flight: the write waits for it, then answers 405 (it answered true and
+            // recorded an event for a user that no longer existed).
+            let deletion = Task {
+                try await db.withTransaction(logger: log) { tx in
+                    try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
+                    try await Task.sleep(for: .milliseconds(1000))
+                    try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            let locale = try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], accessToken: access)
+            try await deletion.value
+            #expect(locale.object["code"] == .int(405), "\(locale.status) \(locale.text)")
         }
     }
 

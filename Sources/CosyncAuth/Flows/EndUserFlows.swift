@@ -81,6 +81,14 @@ extension EndUserFlows {
         guard user.status == .active else { throw .userSuspended }
     }
 
+    /// The first statement of an access-token write: locks the caller's user row; a user deleted
+    /// since the token was checked is `invalidAccessToken`, as its next request would be.
+    func lockCaller(_ db: PostgresConnection, _ caller: AuthenticatedCaller) async throws {
+        guard try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
+            throw EndUserError.invalidAccessToken
+        }
+    }
+
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
         var all = detail
         all["handle"] = .string(handle)

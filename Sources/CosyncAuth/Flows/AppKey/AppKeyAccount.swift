@@ -38,7 +38,12 @@ extension AppKeyFlows {
     public func setLocale(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
         let caller = try await caller(credentials)
         let locale = try locale(try fields.require("locale"), app: caller.app)
-        try await client.withConnection { try await UserStore.setLocale($0, userId: caller.user.id, locale: locale, logger: logger) }
+        try await client.transaction(logger: logger) { db in
+            guard try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
+                throw AppKeyError.invalidAccessToken
+            }
+            try await UserStore.setLocale(db, userId: caller.user.id, locale: locale, logger: logger)
+        }
     }
 
     /// A user name K13 would accept: `^[a-z][a-z0-9]*$`, at most 32 characters.

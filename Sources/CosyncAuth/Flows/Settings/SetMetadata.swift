@@ -13,8 +13,14 @@ extension EndUserFlows {
         try requireActive(app)
         try requireActiveUser(user)
         guard !app.settings.metaData.isEmpty else { throw EndUserError.invalidData }
-        let updated = try Metadata.update(user.metaData, with: input, fields: app.settings.metaData)
         try await client.transaction(logger: logger) { db in
+            // Merged into the metadata as it is now, under the row's lock: two concurrent updates of
+            // different keys both land (merging into the token's snapshot lost one), and a user
+            // deleted meanwhile is refused.
+            guard let current = try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) else {
+                throw EndUserError.invalidAccessToken
+            }
+            let updated = try Metadata.update(current.metaData, with: input, fields: app.settings.metaData)
             try await UserStore.setMetadata(db, userId: user.id, metadata: updated, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setUserMetadata")
             try await Events.record(db, app: app, type: .userUpdated, user: user, data: ["fields": .array([.string("metaData")])], logger: logger)
