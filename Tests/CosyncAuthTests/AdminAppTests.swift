@@ -1,9 +1,40 @@
 import CosyncAuth
 import Foundation
+import PostgresNIO
 import Testing
 
 @Suite("Admin API: apps")
 struct AdminAppTests {
+    @Test("deleting an app while one of its users is being written: both finish, no deadlock")
+    func deleteAppRacingUserWrite() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("Delete race \(UUID().uuidString.prefix(6))", settings: ["signupFlow": .string("none")])
+            let appId = created.string("appId")
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            let handle = "race\(Secrets.hexIdentifier().prefix(8))@example.com"
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", handle), ("password", SDK.md5("pw"))]).status == .ok)
+            let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle)", as: UUID.self))
+            let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
+            let db = try await TestEnvironment.services().client
+            let log = Logger(label: "test")
+            // A user write as the flows run it: the user row first, then (for its audit or event row's
+            // foreign key) a key-share lock on the app row. Deleting the app row first and reaching
+            // the user through the cascade closed a cycle with it (40P01).
+            let write = Task {
+                try await db.withTransaction(logger: log) { tx in
+                    try await tx.query("UPDATE users SET updated_at = now() WHERE id = \(userId)", logger: log)
+                    try await Task.sleep(for: .milliseconds(1000))
+                    try await tx.query("SELECT 1 FROM apps WHERE id = \(ref) FOR KEY SHARE", logger: log)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let deleted = try await api.call(.delete, "/admin/v1/apps/\(appId)")
+            try await write.value
+            #expect(deleted.status == .noContent, "\(deleted.status) \(deleted.text)")
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM users WHERE id = \(userId)", as: Int.self) == 0)
+        }
+    }
+
     @Test("create returns the credentials once; GET returns the app without secrets")
     func createAndRead() async throws {
         try await TestEnvironment.withAPI { api in

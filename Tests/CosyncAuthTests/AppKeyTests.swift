@@ -359,7 +359,8 @@ struct AppKeyTests {
                 var device = authenticator(.ed25519)
                 let options = try await client.post("loginAnonymous", kind, [("handle", .string(handle))])
                 #expect(options.status == .ok && options.object["user"]?["handle"] == .string(handle), "\(options.text)")
-                let r = device.register(challenge: try K.challenge(options))
+                // Transports: only WebAuthn's values are kept, each once (anything else was stored as sent).
+                let r = device.register(challenge: try K.challenge(options), transports: ["usb", "carrier-pigeon", "x" + String(repeating: "\u{301}", count: 20), "usb", "nfc"])
                 // An authenticatorAttachment other than WebAuthn's two values is not stored as typed
                 // (it went into the passkey's platform and name unbounded, past their CHECKs: a 500).
                 let attachment = "x" + String(repeating: "\u{301}", count: 300)
@@ -369,6 +370,10 @@ struct AppKeyTests {
                 let platform = try await TestEnvironment.value(
                     "SELECT p.platform FROM passkeys p JOIN users u ON u.id = p.user_id WHERE u.handle = \(handle)", as: String.self)
                 #expect(platform != nil && platform != attachment && (platform?.unicodeScalars.count ?? 99) < 20, "\(platform ?? "none")")
+                let transports = try await TestEnvironment.value(
+                    "SELECT array_to_string(p.transports, ',') FROM passkeys p JOIN users u ON u.id = p.user_id WHERE u.handle = \(handle)", as: String.self)
+                // AppKeySwift's form sends no transports: the default pair.
+                #expect(transports == (kind == .json ? "usb,nfc" : "internal,hybrid"), "\(kind): \(transports ?? "none")")
                 #expect(K.code(try await client.post("loginAnonymous", kind, [("handle", .string(handle))])) == 601)
                 #expect(try await client.logIn(handle, &device, kind).status == .ok)
             }

@@ -81,12 +81,14 @@ extension EndUserFlows {
         guard user.status == .active else { throw .userSuspended }
     }
 
-    /// The first statement of an access-token write: locks the caller's user row; a user deleted
-    /// since the token was checked is `invalidAccessToken`, as its next request would be.
+    /// The first statement of an access-token write: locks the caller's user row. A user deleted since
+    /// the token was checked is `invalidAccessToken`, one suspended meanwhile `userSuspended`, as the
+    /// next request would answer.
     func lockCaller(_ db: PostgresConnection, _ caller: AuthenticatedCaller) async throws {
-        guard try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
+        guard let status = try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
             throw EndUserError.invalidAccessToken
         }
+        guard status == .active else { throw EndUserError.userSuspended }
     }
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {

@@ -131,6 +131,11 @@ public enum AppStore {
 
     /// Deletes the app; the foreign keys cascade to everything it owns. Returns the internal id.
     public static func deleteApp(_ db: PostgresConnection, appId: String, logger: Logger) async throws -> Int64? {
+        // The users first, each row as a user write takes it: a user write holds its user row and
+        // then needs the app row (the foreign key of its audit or event row), so deleting the app
+        // row first and reaching the users through the cascade deadlocked with it (40P01).
+        try await db.query(
+            "DELETE FROM users WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
         let rows = try await db.query("DELETE FROM apps WHERE app_id = \(appId) RETURNING id", logger: logger)
         for try await ref in rows.decode(Int64.self) { return ref }
         return nil

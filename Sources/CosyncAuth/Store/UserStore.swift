@@ -228,14 +228,15 @@ public enum UserStore {
         return false
     }
 
-    /// Locks the user row (`FOR NO KEY UPDATE`) for the rest of the transaction; false when the user is
-    /// gone. An access-token write takes it first, so a user deleted since its token was checked is
-    /// refused instead of "updated" (zero rows) with an event for nobody.
-    static func lockExisting(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> Bool {
+    /// Locks the user row (`FOR NO KEY UPDATE`) for the rest of the transaction and answers its status
+    /// as it is now; nil when the user is gone. An access-token write takes it first, so a user deleted
+    /// or suspended since its token was checked is refused instead of "updated" (zero rows) with an
+    /// event for nobody.
+    static func lockExisting(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> UserStatus? {
         let rows = try await db.query(
-            "SELECT 1 FROM users WHERE id = \(userId) AND app_ref = \(appRef) FOR NO KEY UPDATE", logger: logger)
-        for try await _ in rows { return true }
-        return false
+            "SELECT status FROM users WHERE id = \(userId) AND app_ref = \(appRef) FOR NO KEY UPDATE", logger: logger)
+        for try await status in rows.decode(String.self) { return UserStatus(stored: status) }
+        return nil
     }
 
     static func touchLastLogin(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {

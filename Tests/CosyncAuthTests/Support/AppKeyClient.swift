@@ -78,7 +78,9 @@ struct AppKeyClient: Sendable {
         switch kind {
         case .form: .string(SoftwareAuthenticator.appKeySwiftResponse(r))
         case .json:
-            .object(["clientDataJSON": .string(r.clientDataJSON), "attestationObject": .string(r.attestationObject)])
+            .object(
+                ["clientDataJSON": .string(r.clientDataJSON), "attestationObject": .string(r.attestationObject)]
+                    .merging(r.transports.map { ["transports": .array($0.map { .string($0) })] } ?? [:]) { $1 })
         }
     }
 

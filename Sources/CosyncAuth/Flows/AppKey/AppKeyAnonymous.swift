@@ -26,7 +26,7 @@ extension AppKeyFlows {
             if try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
                 throw AppKeyError.handleAlreadyRegistered
             }
-            try await takeChallengeQuota(db, app: app, handle: handle)
+            try await takeChallengeQuota(db, app: app, handle: handle, newAccount: true)
             try await ChallengeStore.insert(
                 db, appRef: app.ref, challenge: challenge, purpose: .anonymous, handle: handle, userId: userId, displayName: handle,
                 locale: locale, lifetimeSeconds: app.settings.challengeLifetimeSeconds, logger: logger)

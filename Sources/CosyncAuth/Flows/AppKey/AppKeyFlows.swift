@@ -9,9 +9,11 @@ public struct AppKeyFlowSettings: Sendable {
     /// from one client address. Counted per handle and address: a quota per handle alone let anyone
     /// lock a chosen user out of passkey sign-in for an hour by asking for its challenges.
     public var challengesPerHandlePerHour = 60
-    /// Challenges one client address may be issued per hour over all handles: bounds the rows one
-    /// address can make, whatever handles it names.
-    public var challengesPerAddressPerHour = 1000
+    /// Signup and anonymous challenges one client address may be issued per hour over all handles:
+    /// bounds the rows one address can make for handles nobody owns yet. Login, verify and
+    /// addPasskey challenges name an existing account and are not counted here, so a flood from a
+    /// shared address (a NAT) cannot keep that address's users from signing in.
+    public var newAccountChallengesPerAddressPerHour = 1000
     /// Code e-mails/SMS of AppKey signups per handle and hour.
     public var codesPerHandlePerHour = 5
     public var maxCodeAttempts = 5
@@ -239,14 +241,18 @@ public struct AppKeyFlows: Sendable {
     }
 
     /// Issues one challenge for a handle, within `challengesPerHandlePerHour` for the caller's address
-    /// and `challengesPerAddressPerHour` for the address over all handles (both taken, or neither:
-    /// the caller's transaction rolls back on refusal).
-    func takeChallengeQuota(_ db: PostgresConnection, app: App, handle: String) async throws {
+    /// and, for a `newAccount` ceremony (signup, anonymous), `newAccountChallengesPerAddressPerHour`
+    /// for the address over all handles (all taken, or none: the caller's transaction rolls back on
+    /// refusal).
+    func takeChallengeQuota(_ db: PostgresConnection, app: App, handle: String, newAccount: Bool) async throws {
         let address = ClientOrigin.current.address ?? "-"
+        if newAccount {
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "appkey-challenge-ip:\(address)", limit: settings.newAccountChallengesPerAddressPerHour,
+                windowSeconds: 3600, logger: logger)
+            else { throw AppKeyError.rateLimited }
+        }
         guard try await ThrottleStore.take(
-            db, appRef: app.ref, subject: "appkey-challenge-ip:\(address)", limit: settings.challengesPerAddressPerHour,
-            windowSeconds: 3600, logger: logger),
-            try await ThrottleStore.take(
                 db, appRef: app.ref, subject: "appkey-challenge:\(handle.lowercased()) \(address)", limit: settings.challengesPerHandlePerHour,
                 windowSeconds: 3600, logger: logger)
         else { throw AppKeyError.rateLimited }

@@ -40,7 +40,7 @@ extension AppKeyFlows {
             let passkeys = try await PasskeyStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
             let resetPending = profile?.requireAddPasskey ?? false
             guard resetPending || !passkeys.isEmpty else { throw AppKeyError.passkeyNotExist.with("this account has no passkey") }
-            try await takeChallengeQuota(db, app: app, handle: user.handle)
+            try await takeChallengeQuota(db, app: app, handle: user.handle, newAccount: false)
             try await ChallengeStore.insert(
                 db, appRef: app.ref, challenge: challenge, purpose: verify ? .verify : .login, handle: user.handle, userId: user.id,
                 lifetimeSeconds: app.settings.challengeLifetimeSeconds, logger: logger)

@@ -15,7 +15,7 @@ extension AppKeyFlows {
             guard passkeys.count < app.settings.passkeysPerUser else {
                 throw AppKeyError.invalidData.with("this account already has \(app.settings.passkeysPerUser) passkeys, the most this app allows")
             }
-            try await takeChallengeQuota(db, app: app, handle: user.handle)
+            try await takeChallengeQuota(db, app: app, handle: user.handle, newAccount: false)
             try await ChallengeStore.insert(
                 db, appRef: app.ref, challenge: challenge, purpose: .addPasskey, handle: user.handle, userId: user.id,
                 sessionId: caller.sessionId, lifetimeSeconds: app.settings.challengeLifetimeSeconds, logger: logger)

@@ -41,7 +41,7 @@ extension AppKeyFlows {
             if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
-            try await takeChallengeQuota(db, app: app, handle: handle)
+            try await takeChallengeQuota(db, app: app, handle: handle, newAccount: true)
             try await ChallengeStore.insert(
                 db, appRef: app.ref, challenge: challenge, purpose: .signup, handle: handle, userId: userId, displayName: names.display,
                 firstName: names.first, lastName: names.last, locale: locale, lifetimeSeconds: app.settings.challengeLifetimeSeconds,
@@ -81,7 +81,7 @@ extension AppKeyFlows {
             credentialId: verified.credentialId, publicKeyCOSE: verified.publicKeyCOSE, algorithm: verified.algorithm,
             signCount: Int64(verified.signCount), aaguid: verified.aaguid, format: verified.format,
             attestationVerified: verified.attestationVerified,
-            transports: verified.transports.isEmpty ? ["internal", "hybrid"] : Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
+            transports: Self.transports(verified.transports),
             backupEligible: verified.backupEligible, backupState: verified.backupState, uvInitialized: verified.userVerified,
             platform: Self.platform(attachment: fields["authenticatorAttachment"]))
         if try await client.withConnection({ try await PasskeyStore.exists($0, appRef: app.ref, credentialId: passkey.credentialId, logger: logger) }) {
@@ -186,6 +186,15 @@ extension AppKeyFlows {
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             throw AppKeyError.handleAlreadyRegistered
         }
+    }
+
+    /// The transports stored with a passkey (and echoed in `allowCredentials`): only the values
+    /// WebAuthn defines, each once; none known → `internal`, `hybrid`. Anything else was stored as sent.
+    static func transports(_ given: [String]) -> [String] {
+        let known = ["usb", "nfc", "ble", "smart-card", "hybrid", "internal"]
+        var kept: [String] = []
+        for transport in given where known.contains(transport) && !kept.contains(transport) { kept.append(transport) }
+        return kept.isEmpty ? ["internal", "hybrid"] : kept
     }
 
     /// Inserts a verified passkey for a user (its name: `<displayName>-<platform>`) and records

@@ -17,7 +17,8 @@ extension EndUserFlows {
             // Merged into the metadata as it is now, under the row's lock: two concurrent updates of
             // different keys both land (merging into the token's snapshot lost one), and a user
             // deleted meanwhile is refused.
-            guard let current = try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) else {
+            try await lockCaller(db, caller)
+            guard let current = try await UserStore.find(db, appRef: app.ref, id: user.id, logger: logger) else {
                 throw EndUserError.invalidAccessToken
             }
             let updated = try Metadata.update(current.metaData, with: input, fields: app.settings.metaData)
