@@ -15,19 +15,12 @@ struct AdminAppTests {
             #expect(try await sdk.post("/api/appuser/signup", [("handle", handle), ("password", SDK.md5("pw"))]).status == .ok)
             let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle)", as: UUID.self))
             let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
-            let db = try await TestEnvironment.services().client
-            let log = Logger(label: "test")
             // A user write as the flows run it: the user row first, then (for its audit or event row's
             // foreign key) a key-share lock on the app row. Deleting the app row first and reaching
             // the user through the cascade closed a cycle with it (40P01).
-            let write = Task {
-                try await db.withTransaction(logger: log) { tx in
-                    try await tx.query("UPDATE users SET updated_at = now() WHERE id = \(userId)", logger: log)
-                    try await Task.sleep(for: .milliseconds(1000))
-                    try await tx.query("SELECT 1 FROM apps WHERE id = \(ref) FOR KEY SHARE", logger: log)
-                }
-            }
-            try await Task.sleep(for: .milliseconds(200))
+            let write = try await TestEnvironment.holding(
+                "UPDATE users SET updated_at = now() WHERE id = \(userId)", for: .milliseconds(1000),
+                then: ["SELECT 1 FROM apps WHERE id = \(ref) FOR KEY SHARE"])
             let deleted = try await api.call(.delete, "/admin/v1/apps/\(appId)")
             try await write.value
             #expect(deleted.status == .noContent, "\(deleted.status) \(deleted.text)")

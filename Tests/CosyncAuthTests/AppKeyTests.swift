@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Logging
 import PostgresNIO
 import Testing
 
@@ -98,8 +97,6 @@ struct AppKeyTests {
     func racingDeletion() async throws {
         try await TestEnvironment.withLiveServer { api in
             let (client, _) = try await K.makeApp(api)
-            let db = try await TestEnvironment.services().client
-            let log = Logger(label: "test")
             for step in ["loginComplete", "updateProfile"] {
                 let handle = K.uniqueEmail("race")
                 var device = authenticator()
@@ -118,14 +115,7 @@ struct AppKeyTests {
                 // profile, sessions) after; held open between the two while the request runs. A login
                 // that locked its passkey before the user row closed a cycle here (40P01); a profile
                 // upsert for the vanished user failed its foreign key (23503). Both answered 500.
-                let deletion = Task {
-                    try await db.withTransaction(logger: log) { tx in
-                        try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
-                        try await Task.sleep(for: .milliseconds(1500))
-                        try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
-                    }
-                }
-                try await Task.sleep(for: .milliseconds(200))
+                let deletion = try await TestEnvironment.deletingUser(userId, holding: .milliseconds(1500))
                 let reply = try await request()
                 try await deletion.value
                 #expect(reply.status == .badRequest && K.code(reply) != 500, "\(step) after the deletion must fail with its error code: \(reply.status) \(reply.text)")

@@ -209,17 +209,9 @@ struct EndUserFlowTests {
             let handle = Self.unique("meta")
             let access = try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).object.string("access-token")
             let userId = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(handle)", as: UUID.self))
-            let db = try await TestEnvironment.services().client
-            let log = Logger(label: "test")
             // Both writes hold a caller resolved before either wrote: each must merge into the
             // metadata as it is when it writes, not into the snapshot its token check read.
-            let holder = Task {
-                try await db.withTransaction(logger: log) { tx in
-                    try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
-                    try await Task.sleep(for: .milliseconds(1000))
-                }
-            }
-            try await Task.sleep(for: .milliseconds(150))
+            let holder = try await TestEnvironment.holding("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", for: .milliseconds(1000))
             // Straight into the flow (the test client sends one request at a time), truly parallel.
             let services = try await TestEnvironment.services()
             let caller = try await services.resolver.caller(accessToken: access, whenMissing: .invalidAccessToken)
@@ -235,14 +227,7 @@ struct EndUserFlowTests {
 
             // A deletion in flight: the write waits for it, then answers 405 (it answered true and
             // recorded an event for a user that no longer existed).
-            let deletion = Task {
-                try await db.withTransaction(logger: log) { tx in
-                    try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
-                    try await Task.sleep(for: .milliseconds(1000))
-                    try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
-                }
-            }
-            try await Task.sleep(for: .milliseconds(150))
+            let deletion = try await TestEnvironment.deletingUser(userId, holding: .milliseconds(1000))
             let locale = try await sdk.post("/api/appuser/setLocale", [("locale", "EN")], accessToken: access)
             try await deletion.value
             #expect(locale.object["code"] == .int(405), "\(locale.status) \(locale.text)")

@@ -269,8 +269,6 @@ struct SecondFactorTests {
     func racingDeletion() async throws {
         try await TestEnvironment.withLiveServer { api in
             let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none"), "twoFactorVerification": .string("google")])
-            let db = try await TestEnvironment.services().client
-            let log = Logger(label: "test")
             for (step, expected) in [("login", 600), ("loginComplete", 600), ("forgotPassword", 603)] {
                 let handle = Self.unique("race")
                 let access = try await member(sdk, handle)
@@ -291,14 +289,7 @@ struct SecondFactorTests {
                 // challenges, reset codes, sessions) after; held open between the two. Before, the
                 // login's challenge and the reset code failed their foreign key (500), and loginComplete,
                 // which locked its challenge before the user, deadlocked with the cascade (40P01).
-                let deletion = Task {
-                    try await db.withTransaction(logger: log) { tx in
-                        try await tx.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: log)
-                        try await Task.sleep(for: .milliseconds(1500))
-                        try await tx.query("DELETE FROM users WHERE id = \(userId)", logger: log)
-                    }
-                }
-                try await Task.sleep(for: .milliseconds(200))
+                let deletion = try await TestEnvironment.deletingUser(userId, holding: .milliseconds(1500))
                 let reply = try await request()
                 try await deletion.value
                 #expect(code(reply) == expected, "\(step): \(reply.status) \(reply.text)")

@@ -37,17 +37,11 @@ struct SessionTests {
             let handle = Self.unique("race")
             #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("pw"))]).status == .ok)
             let userId = try #require(UUID(uuidString: try await userId(sdk, appId, handle)))
-            let client = try await TestEnvironment.services().client
             // A revocation as every revoker does it (token version first, then the sessions), held open
             // while a login of the same user reaches its session insert.
-            let revocation = Task {
-                try await client.withTransaction(logger: Logger(label: "test")) { db in
-                    try await db.query("UPDATE users SET token_version = token_version + 1 WHERE id = \(userId)", logger: Logger(label: "test"))
-                    try await Task.sleep(for: .milliseconds(1500))
-                    try await db.query("DELETE FROM sessions WHERE user_id = \(userId)", logger: Logger(label: "test"))
-                }
-            }
-            try await Task.sleep(for: .milliseconds(200))
+            let revocation = try await TestEnvironment.holding(
+                "UPDATE users SET token_version = token_version + 1 WHERE id = \(userId)", for: .milliseconds(1500),
+                then: ["DELETE FROM sessions WHERE user_id = \(userId)"])
             let reply = try await sdk.login(handle, "pw")
             try await revocation.value
             let live = try await TestEnvironment.value("SELECT count(*)::int FROM sessions WHERE user_id = \(userId)", as: Int.self)

@@ -122,6 +122,28 @@ extension TestEnvironment {
         try await services.client.query(query, logger: services.logger)
     }
 
+    /// Starts a transaction that runs `first`, holds what it locked for `hold`, then runs `then` and
+    /// commits; waits 200 ms so that it holds its locks before the caller's racing request starts.
+    /// Await the task's value: it throws if PostgreSQL aborted it (a deadlock, 40P01).
+    static func holding(_ first: PostgresQuery, for hold: Duration, then rest: [PostgresQuery] = []) async throws -> Task<Void, any Error> {
+        let services = try await services()
+        let task = Task {
+            try await services.client.withTransaction(logger: services.logger) { tx in
+                try await tx.query(first, logger: services.logger)
+                try await Task.sleep(for: hold)
+                for query in rest { try await tx.query(query, logger: services.logger) }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        return task
+    }
+
+    /// An account deletion as PostgreSQL runs it, held open between its two halves: the user row
+    /// first, then (after `hold`) the delete whose cascade reaches the rows hanging off the user.
+    static func deletingUser(_ userId: UUID, holding hold: Duration) async throws -> Task<Void, any Error> {
+        try await holding("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", for: hold, then: ["DELETE FROM users WHERE id = \(userId)"])
+    }
+
     /// The first column of the first row of `query`, on `client` (default: the test database), or nil.
     static func value<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type, on client: PostgresClient? = nil) async throws -> T? {
         let services = try await services()
