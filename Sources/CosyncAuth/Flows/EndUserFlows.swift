@@ -81,14 +81,16 @@ extension EndUserFlows {
         guard user.status == .active else { throw .userSuspended }
     }
 
-    /// The first statement of an access-token write: locks the caller's user row. A user deleted since
-    /// the token was checked is `invalidAccessToken`, one suspended meanwhile `userSuspended`, as the
-    /// next request would answer.
-    func lockCaller(_ db: PostgresConnection, _ caller: AuthenticatedCaller) async throws {
-        guard let status = try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
+    /// The first statement of an access-token write (end-user or AppKey): locks the caller's user row
+    /// and answers the user as it is now. A user deleted since the token was checked is
+    /// `invalidAccessToken`, one suspended meanwhile `userSuspended`, as the next request would answer.
+    @discardableResult
+    func lockCaller(_ db: PostgresConnection, app: App, userId: UUID) async throws -> User {
+        guard let user = try await UserStore.lockExisting(db, appRef: app.ref, userId: userId, logger: logger) else {
             throw EndUserError.invalidAccessToken
         }
-        guard status == .active else { throw EndUserError.userSuspended }
+        guard user.status == .active else { throw EndUserError.userSuspended }
+        return user
     }
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {

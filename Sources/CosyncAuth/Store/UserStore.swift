@@ -56,7 +56,10 @@ public enum UserStore {
     }
 
     public static func find(_ db: PostgresConnection, appRef: Int64, id: UUID, forUpdate: Bool = false, logger: Logger) async throws -> User? {
-        let lock = forUpdate ? " FOR UPDATE" : ""
+        try await find(db, appRef: appRef, id: id, lock: forUpdate ? " FOR UPDATE" : "", logger: logger)
+    }
+
+    private static func find(_ db: PostgresConnection, appRef: Int64, id: UUID, lock: String, logger: Logger) async throws -> User? {
         let rows = try await db.query(
             "SELECT \(unescaped: columns) FROM users WHERE app_ref = \(appRef) AND id = \(id)\(unescaped: lock)",
             logger: logger)
@@ -228,15 +231,12 @@ public enum UserStore {
         return false
     }
 
-    /// Locks the user row (`FOR NO KEY UPDATE`) for the rest of the transaction and answers its status
-    /// as it is now; nil when the user is gone. An access-token write takes it first, so a user deleted
-    /// or suspended since its token was checked is refused instead of "updated" (zero rows) with an
-    /// event for nobody.
-    static func lockExisting(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> UserStatus? {
-        let rows = try await db.query(
-            "SELECT status FROM users WHERE id = \(userId) AND app_ref = \(appRef) FOR NO KEY UPDATE", logger: logger)
-        for try await status in rows.decode(String.self) { return UserStatus(stored: status) }
-        return nil
+    /// The user, its row locked (`FOR NO KEY UPDATE`) for the rest of the transaction, as it is now;
+    /// nil when the user is gone. A write that follows a lookup made outside its transaction takes it
+    /// first, so a user deleted (or suspended) since is refused instead of "updated" (zero rows), and
+    /// no child row fails its foreign key.
+    static func lockExisting(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> User? {
+        try await find(db, appRef: appRef, id: userId, lock: " FOR NO KEY UPDATE", logger: logger)
     }
 
     static func touchLastLogin(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {

@@ -39,10 +39,7 @@ extension AppKeyFlows {
         let caller = try await caller(credentials)
         let locale = try locale(try fields.require("locale"), app: caller.app)
         try await client.transaction(logger: logger) { db in
-            guard let status = try await UserStore.lockExisting(db, appRef: caller.app.ref, userId: caller.user.id, logger: logger) else {
-                throw AppKeyError.invalidAccessToken
-            }
-            guard status == .active else { throw AppKeyError.accountSuspended }
+            try await flows.lockCaller(db, app: caller.app, userId: caller.user.id)  // its errors map to AppKey's 405 and 404
             try await UserStore.setLocale(db, userId: caller.user.id, locale: locale, logger: logger)
         }
     }

@@ -81,7 +81,7 @@ extension AppKeyFlows {
                 try await client.transaction(logger: logger) { db in
                     // The user row first: deleted since the match, it is no account (not a 500 on the
                     // identity's foreign key).
-                    guard try await UserStore.find(db, appRef: app.ref, id: match.user.id, forUpdate: true, logger: logger) != nil else {
+                    guard try await UserStore.lockExisting(db, appRef: app.ref, userId: match.user.id, logger: logger) != nil else {
                         throw AppKeyError.accountDoesNotExist
                     }
                     try await IdentityStore.insert(

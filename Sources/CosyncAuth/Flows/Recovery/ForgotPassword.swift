@@ -19,7 +19,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             // The user row first: an account deleted since the lookup is answered as unknown, not
             // as a failed foreign key on the reset code (a 500).
-            guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil else {
+            guard try await UserStore.lockExisting(db, appRef: app.ref, userId: user.id, logger: logger) != nil else {
                 throw EndUserError.accountDoesNotExist
             }
             if let clientAddress {

@@ -32,7 +32,7 @@ extension EndUserFlows {
         let code = Secrets.numericCode()
         let sealed = try sealCode(code, purpose: .phoneCode(userId: user.id))
         try await client.transaction(logger: logger) { db in
-            try await lockCaller(db, caller)
+            try await lockCaller(db, app: app, userId: user.id)
             try await UserStore.setPendingPhone(
                 db, userId: user.id, phone: phone, codeSealed: sealed, lifetimeSeconds: settings.phoneCodeLifetime, logger: logger)
             try await outbox.sms(db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
@@ -91,7 +91,7 @@ extension EndUserFlows {
         let on = Self.wantsOn(fields)
         if on && !user.phoneVerified { throw EndUserError.phoneNotVerified }
         try await client.transaction(logger: logger) { db in
-            try await lockCaller(db, caller)
+            try await lockCaller(db, app: app, userId: user.id)
             try await UserStore.setTwoFactor(db, userId: user.id, phone: on, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setTwoFactorPhoneVerification", detail: ["enabled": .bool(on)])
             try await Events.record(db, app: app, type: on ? .userSecondFactorEnabled : .userSecondFactorDisabled, user: user, data: ["factor": .string("phone")], logger: logger)

@@ -20,7 +20,7 @@ extension EndUserFlows {
         guard app.settings.twoFactorVerification == .google else { throw EndUserError.googleTwoFactorDisabled }
         guard Self.wantsOn(fields) else {
             try await client.transaction(logger: logger) { db in
-                try await lockCaller(db, caller)
+                try await lockCaller(db, app: app, userId: user.id)
                 try await UserStore.setTwoFactor(db, userId: user.id, google: false, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(false)])
                 try await Events.record(db, app: app, type: .userSecondFactorDisabled, user: user, data: ["factor": .string("google")], logger: logger)
@@ -34,7 +34,7 @@ extension EndUserFlows {
         let png = try QRCode.png(for: uri, scale: 6)
         let sealed = try box.seal(TOTP.base32(secret), purpose: .totp(userId: user.id))
         try await client.transaction(logger: logger) { db in
-            try await lockCaller(db, caller)
+            try await lockCaller(db, app: app, userId: user.id)
             try await UserStore.setTOTP(db, userId: user.id, sealed: sealed, logger: logger)
             if user.handle.contains("@") {
                 try await outbox.email(

@@ -12,7 +12,7 @@ extension EndUserFlows {
         try requireActiveUser(user)
         guard locale == Locales.defaultLocale || app.settings.locales.contains(locale) else { throw EndUserError.invalidData }
         try await client.transaction(logger: logger) { db in
-            try await lockCaller(db, caller)
+            try await lockCaller(db, app: app, userId: user.id)
             try await UserStore.setLocale(db, userId: user.id, locale: locale, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setLocale", detail: ["locale": .string(locale)])
             try await Events.record(db, app: app, type: .userUpdated, user: user, data: ["fields": .array([.string("locale")])], logger: logger)

@@ -17,10 +17,7 @@ extension EndUserFlows {
             // Merged into the metadata as it is now, under the row's lock: two concurrent updates of
             // different keys both land (merging into the token's snapshot lost one), and a user
             // deleted meanwhile is refused.
-            try await lockCaller(db, caller)
-            guard let current = try await UserStore.find(db, appRef: app.ref, id: user.id, logger: logger) else {
-                throw EndUserError.invalidAccessToken
-            }
+            let current = try await lockCaller(db, app: app, userId: user.id)
             let updated = try Metadata.update(current.metaData, with: input, fields: app.settings.metaData)
             try await UserStore.setMetadata(db, userId: user.id, metadata: updated, logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "setUserMetadata")

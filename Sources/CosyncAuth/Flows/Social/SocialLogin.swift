@@ -33,7 +33,7 @@ extension EndUserFlows {
                 try await client.transaction(logger: logger) { db in
                     // The user row first: deleted since the match, it is no account (not a 500 on the
                     // identity's foreign key).
-                    guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil else {
+                    guard try await UserStore.lockExisting(db, appRef: app.ref, userId: user.id, logger: logger) != nil else {
                         throw EndUserError.accountDoesNotExist
                     }
                     try await IdentityStore.insert(
