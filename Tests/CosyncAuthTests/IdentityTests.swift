@@ -34,8 +34,8 @@ struct IdentityTests {
             let user = try await userId(api, appId, handle)
             #expect(try await kinds(api, appId, user) == ["password"])
             let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
-            // Not linked: the legacy answer for an e-mail account (610), and no second account.
-            #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])) == 610)
+            // Not linked: no account (603; the linking rule), and no second account.
+            #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])) == 603)
 
             // The provider's verified e-mail must be the handle.
             let other = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user)/identities",
@@ -75,7 +75,7 @@ struct IdentityTests {
             #expect((try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)")).status == .noContent)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: login.object.string("access-token"))) == 405)
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: passwordSession).status == .ok)
-            #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])) == 610)
+            #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])) == 603)
 
             // The last identity: refused unless the account goes with it.
             let last = try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(passwordId)")

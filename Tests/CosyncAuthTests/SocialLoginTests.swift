@@ -23,7 +23,7 @@ struct SocialLoginTests {
     func idToken(
         _ provider: SocialProvider, email: String?, sub: String, aud: String? = nil, iss: String? = nil, expiresIn: Int = 600,
         iat: Int? = Int(Date().timeIntervalSince1970), key: FakeIdentityProviders.Key? = nil, kid: String? = nil,
-        emailVerified: Bool? = nil
+        emailVerified: Bool? = true
     ) async throws -> String {
         let idp = try await TestEnvironment.identityProviders.value
         let signingKey = try #require(key == nil ? await idp.current(provider) : key)
@@ -78,7 +78,7 @@ struct SocialLoginTests {
         }
     }
 
-    @Test("every social error: 403, 602, 415, 416, 603, 604, 610, 611, 612, 613 (expired, forged, wrong audience, issuer, e-mail)")
+    @Test("every social error: 403, 602, 415, 416, 603, 604, 610, 611, 612, 613 (expired, forged, wrong audience, issuer, e-mail); an unlinked provider account is 603 whatever its e-mail")
     func errors() async throws {
         try await TestEnvironment.withLiveServer { api in
             let (sdk, _) = try await makeApp(api, ["signupFlow": .string("none")])
@@ -118,25 +118,27 @@ struct SocialLoginTests {
             let signup = try await sdk.post("/api/appuser/socialSignup", [("token", try await idToken(.apple, email: email, sub: sub)), ("provider", "apple"), ("handle", email)])
             #expect(Set(signup.object.keys) == ["jwt", "access-token"], "\(signup.text)")
 
-            // Same provider and e-mail but another provider account: refused, not logged in as this user.
-            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.apple, email: email, sub: "intruder")), ("provider", "apple")])) == 613)
+            // Same provider and e-mail but another provider account: no account (the linking rule), not this user.
+            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.apple, email: email, sub: "intruder")), ("provider", "apple")])) == 603)
             // An e-mail the provider did not verify names no account.
             let unverified = Self.unique("unv")
             #expect(code(try await sdk.post("/api/appuser/socialSignup", [
                 ("token", try await idToken(.google, email: unverified, sub: "u1", emailVerified: false)), ("provider", "google"), ("handle", unverified),
             ])) == 613)
 
-            // Account-exists codes.
+            // Account-exists codes come from socialSignup; socialLogin of a provider account linked to
+            // nobody is 603 whatever its e-mail names (the client then calls socialSignup).
             let googleSameEmail = try await idToken(.google, email: email, sub: "g-\(sub)")
-            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", googleSameEmail), ("provider", "google")])) == 611)
+            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", googleSameEmail), ("provider", "google")])) == 603)
             #expect(code(try await sdk.post("/api/appuser/socialSignup", [("token", googleSameEmail), ("provider", "google"), ("handle", email)])) == 611)
             let passwordUser = Self.unique("pw")
             #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(passwordUser)), ("password", SDK.md5("pw"))]).status == .ok)
-            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.google, email: passwordUser, sub: "x1")), ("provider", "google")])) == 610)
+            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.google, email: passwordUser, sub: "x1")), ("provider", "google")])) == 603)
             #expect(code(try await sdk.post("/api/appuser/socialSignup", [("token", try await idToken(.apple, email: passwordUser, sub: "x2")), ("provider", "apple"), ("handle", passwordUser)])) == 610)
             let googleUser = Self.unique("gu")
             #expect(try await sdk.post("/api/appuser/socialSignup", [("token", try await idToken(.google, email: googleUser, sub: "gu1")), ("provider", "google"), ("handle", googleUser)]).status == .ok)
-            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.apple, email: googleUser, sub: "ap1")), ("provider", "apple")])) == 612)
+            #expect(code(try await sdk.post("/api/appuser/socialLogin", [("token", try await idToken(.apple, email: googleUser, sub: "ap1")), ("provider", "apple")])) == 603)
+            #expect(code(try await sdk.post("/api/appuser/socialSignup", [("token", try await idToken(.apple, email: googleUser, sub: "ap1")), ("provider", "apple"), ("handle", googleUser)])) == 612)
 
             // Provider switches (415/416) and required metadata (604).
             let (off, _) = try await makeApp(api, ["appleLoginEnabled": .bool(false), "googleClientId": .string("")])

@@ -16,7 +16,7 @@ public enum Events {
     public static func record(
         _ db: PostgresConnection, app: App, type: EventType, userId: UUID?, data: [String: JSONValue] = [:], logger: Logger
     ) async throws {
-        var fields = data.filter { !forbiddenKeys.contains($0.key.lowercased()) }
+        var fields = redactingHandles(data.filter { !forbiddenKeys.contains($0.key.lowercased()) })
         fields["appId"] = .string(app.appId)
         if let userId { fields["userId"] = .string(userId.uuidString.lowercased()) }
         let now = Date()
@@ -34,6 +34,16 @@ public enum Events {
             SELECT w.id, event.id, event.user_id FROM event, webhook_endpoints w
             WHERE w.app_ref = \(app.ref) AND w.enabled AND \(type.rawValue) = ANY (w.event_types)
             """, logger: logger)
+    }
+
+    /// Handle-valued fields with an anonymous handle replaced by its redaction (`Identifiers.redacted`):
+    /// that handle alone signs its account in. Shared with the audit log.
+    static func redactingHandles(_ fields: [String: JSONValue]) -> [String: JSONValue] {
+        var out = fields
+        for (key, value) in fields where key.lowercased().hasSuffix("handle") {
+            if case .string(let handle) = value { out[key] = .string(Identifiers.redacted(handle)) }
+        }
+        return out
     }
 
     /// The same for a user: its id and handle go into the payload.

@@ -33,6 +33,10 @@ public struct FlowSettings: Sendable {
     /// forgotPassword requests per account and hour, and per client address and hour.
     public var resetMailsPerAccountPerHour: Int = 5
     public var resetRequestsPerAddressPerHour: Int = 30
+    /// New anonymous accounts (end-user `loginAnonymous`, AppKey `loginAnonymousComplete`) per client
+    /// address and hour, and per app and hour over all addresses.
+    public var anonymousAccountsPerAddressPerHour: Int = 30
+    public var anonymousAccountsPerAppPerHour: Int = 3600
     public init() {}
 }
 
@@ -103,6 +107,20 @@ extension EndUserFlows {
         try? await client.withConnection { db in
             try await audit(db, app: app, handle: handle, action: action, status: status, detail: detail)
         }
+    }
+
+    /// Counts one new anonymous account, per client address and per app (both, or neither: the caller's
+    /// transaction rolls back on refusal); false when either quota is used up for this hour.
+    func takeAnonymousAccountQuota(_ db: PostgresConnection, app: App) async throws -> Bool {
+        let address = ClientOrigin.current.address ?? "-"
+        for (subject, limit) in [
+            ("anonymous-account-ip:\(address)", settings.anonymousAccountsPerAddressPerHour),
+            ("anonymous-account", settings.anonymousAccountsPerAppPerHour),
+        ] {
+            guard try await ThrottleStore.take(db, appRef: app.ref, subject: subject, limit: limit, windowSeconds: 3600, logger: logger)
+            else { return false }
+        }
+        return true
     }
 
     /// Inserts a user, mapping a handle clash to `handleAlreadyRegistered`.

@@ -14,22 +14,12 @@ extension UserAdministration {
         }
     }
 
-    /// The sessions opened through an identity of `kind` (detaching the identity ends them).
-    static func sessionMethods(of kind: String) -> [String] {
-        switch kind {
-        case IdentityKind.password.rawValue:
-            [SessionMethod.password, .secondFactor, .signup, .register].map(\.rawValue)
-        case IdentityKind.apple.rawValue: [SessionMethod.apple.rawValue]
-        case IdentityKind.google.rawValue: [SessionMethod.google.rawValue]
-        case IdentityKind.anonymous.rawValue: [SessionMethod.anonymous.rawValue]
-        default: []
-        }
-    }
-
     public enum DetachResult: Sendable, Equatable { case detached, accountDeleted }
 
-    /// Detaches one identity and ends the sessions opened through it. The last identity is refused
-    /// (409 `last_identity`) unless `deleteAccount` is true: then the account is deleted with it.
+    /// Detaches one identity and ends exactly the sessions opened through it (`IdentityRemoval`). The
+    /// last identity is refused (409 `last_identity`) unless `deleteAccount` is true: then the account
+    /// is deleted with it. A detached provider account never links again by itself: only a signup with
+    /// it or the admin link operation attaches it (README "Linking rule").
     public func detachIdentity(appId: String, userId: String, identityId: String, deleteAccount: Bool, actor: String) async throws -> DetachResult {
         let app = try await apps.row(appId: appId)
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
@@ -38,14 +28,15 @@ extension UserAdministration {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("user")
             }
-            guard let removed = try await IdentityStore.delete(db, userId: user.id, identityId: identity, logger: logger) else {
+            let all = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
+            guard let removed = all.first(where: { $0.id == identity }), let kind = IdentityKind(rawValue: removed.kind) else {
                 throw AdminFailure.notFound("identity")
             }
             let detail: [String: JSONValue] = [
                 "userId": .string(id.uuidString.lowercased()), "identityId": .string(identity.uuidString.lowercased()),
                 "kind": .string(removed.kind),
             ]
-            if try await IdentityStore.count(db, userId: user.id, logger: logger) == 0 {
+            if all.count == 1 {
                 guard deleteAccount else {
                     throw AdminFailure.conflict(
                         code: "last_identity", message: "this is the user's last way to sign in; pass deleteAccount=true to delete the account")
@@ -56,12 +47,13 @@ extension UserAdministration {
                 try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete", detail: detail, logger: logger)
                 return .accountDeleted
             }
-            if removed.kind == IdentityKind.password.rawValue {
-                try await UserStore.clearPassword(db, id: user.id, logger: logger)
+            try await IdentityRemoval.remove(db, app: app, user: user, identityId: removed.id, kind: kind, reason: "identity_detached", logger: logger)
+            switch kind {
+            case .password: try await UserStore.clearPassword(db, id: user.id, logger: logger)
+            case .apple, .google: try await UserStore.spendSocialEmailLink(db, userId: user.id, logger: logger)
+            case .anonymous, .passkey: break
             }
-            let ended = try await SessionStore.deleteAll(db, userId: user.id, methods: Self.sessionMethods(of: removed.kind), logger: logger)
             try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
-            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "identity_detached", logger: logger)
             try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)
             return .detached
         }
@@ -90,6 +82,7 @@ extension UserAdministration {
                 }
                 try await IdentityStore.insert(
                     db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: email, logger: logger)
+                try await UserStore.spendSocialEmailLink(db, userId: user.id, logger: logger)
                 let handle = user.handle.lowercased()
                 let signedUp = try await PendingStore.hasVerified(db, .signups, appRef: app.ref, handle: handle, logger: logger)
                 let invited = try await PendingStore.hasVerified(db, .invites, appRef: app.ref, handle: handle, logger: logger)
@@ -154,7 +147,8 @@ extension UserAdministration {
                 let user = try await lockedUser(
                     db, app: app, id: id, holding: .anonymous,
                     else: .conflict(code: "not_anonymous", message: "only an anonymous account can be upgraded"))
-                try await IdentityStore.deleteKind(db, userId: user.id, kind: .anonymous, logger: logger)
+                let anonymous = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
+                    .first { $0.kind == IdentityKind.anonymous.rawValue }
                 let upgraded: User
                 let kind: String
                 switch way {
@@ -170,6 +164,12 @@ extension UserAdministration {
                         db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: handle, logger: logger)
                     kind = provider.rawValue
                 }
+                // The account keeps its sessions: those of the anonymous handle now hang off the new
+                // identity, so the handle's removal does not end them.
+                if let anonymous {
+                    try await SessionStore.rebind(db, userId: user.id, from: anonymous.id, toKind: IdentityKind(rawValue: kind) ?? .password, logger: logger)
+                }
+                try await IdentityStore.deleteKind(db, userId: user.id, kind: .anonymous, logger: logger)
                 try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string("anonymous")], logger: logger)
                 try await Events.record(db, app: app, type: .identityLinked, user: upgraded, data: ["kind": .string(kind)], logger: logger)
                 try await AuditLog.record(

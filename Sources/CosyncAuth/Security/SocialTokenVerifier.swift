@@ -110,8 +110,9 @@ public actor SocialTokenVerifier {
             guard claims.aud.value.contains(where: { audiences.contains($0) }) else { throw Refusal.audience }
             if provider == .google && claims.iat == nil { throw Refusal.issuedAt }
             guard !claims.sub.value.isEmpty else { throw Refusal.subject }
-            // An address the provider says it did not verify cannot name an account.
-            let verified = claims.email_verified?.value ?? true
+            // Only an address the provider says it verified can name an account: a token without
+            // `email_verified` is unverified.
+            let verified = claims.email_verified?.value ?? false
             let email = verified ? claims.email.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.flatMap { $0.isEmpty ? nil : $0 } : nil
             return SocialIdentity(subject: claims.sub.value, email: email, issuedAt: claims.iat?.value)
         } catch {

@@ -11,6 +11,17 @@ public enum SessionMethod: String, Sendable, CaseIterable {
     case google
     /// A passkey ceremony of the AppKey API (login, verify, signup, anonymous).
     case passkey
+
+    /// The kind of identity a session of this method is opened with (and ends with).
+    public var identityKind: IdentityKind? {
+        switch self {
+        case .password, .secondFactor, .signup, .register: .password
+        case .anonymous: .anonymous
+        case .apple: .apple
+        case .google: .google
+        case .passkey: .passkey
+        }
+    }
 }
 
 /// One signed-in device of a user: the access token names it (`sid`), and the token lives while the

@@ -17,7 +17,8 @@ public enum AuditLog {
         _ db: PostgresConnection, appRef: Int64?, appId: String, actor: String, action: String,
         status: String = "success", detail: [String: JSONValue] = [:], logger: Logger
     ) async throws {
-        let detailJSON = String(decoding: try JSONCoding.encode(JSONValue.object(detail)), as: UTF8.self)
+        // An anonymous handle is a credential: never logged (README "Security rules").
+        let detailJSON = String(decoding: try JSONCoding.encode(JSONValue.object(Events.redactingHandles(detail))), as: UTF8.self)
         try await db.query(
             """
             INSERT INTO audit_log (app_ref, app_id, actor, action, status, detail)

@@ -87,13 +87,14 @@ public enum PasskeyStore {
         return result
     }
 
-    /// Inserts the passkey and its identity. A credential id already registered in the app violates
-    /// `passkeys_app_credential` (or `identities_app_subject`).
+    /// Inserts the passkey and its identity; returns the identity's id. A credential id already
+    /// registered in the app violates `passkeys_app_credential` (or `identities_app_subject`).
+    @discardableResult
     static func insert(
         _ db: PostgresConnection, appRef: Int64, userId: UUID, passkey p: NewPasskey, name: String, logger: Logger
-    ) async throws {
+    ) async throws -> UUID {
         let subject = Base64URL.encode(p.credentialId)
-        try await db.query(
+        let rows = try await db.query(
             """
             WITH identity AS (
                 INSERT INTO identities (app_ref, user_id, kind, subject) VALUES (\(appRef), \(userId), 'passkey', \(subject))
@@ -104,7 +105,10 @@ public enum PasskeyStore {
                    \(Data(p.aaguid)), \(p.format), \(p.attestationVerified), \(p.transports), \(p.backupEligible), \(p.backupState),
                    \(p.uvInitialized), \(name), \(p.platform)
             FROM identity
+            RETURNING identity_id
             """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        throw StoreError.noRowReturned
     }
 
     static func list(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> [Passkey] {
@@ -162,11 +166,6 @@ public enum PasskeyStore {
             """, logger: logger)
         for try await _ in rows { return true }
         return false
-    }
-
-    /// Deletes the passkey through its identity (the passkey row cascades).
-    static func delete(_ db: PostgresConnection, identityId: UUID, logger: Logger) async throws {
-        try await db.query("DELETE FROM identities WHERE id = \(identityId)", logger: logger)
     }
 
     /// How many ways to sign in the user has: passkeys, social and password identities. An anonymous
@@ -247,13 +246,16 @@ public enum PasskeyStore {
 
     // MARK: passkey resets
 
-    /// Starts a reset: the user's passkeys go, its sessions end, older resets go, a reset row is made.
-    /// Returns how many passkeys were removed.
-    static func startReset(_ db: PostgresConnection, appRef: Int64, userId: UUID, resetId: UUID, lifetimeSeconds: Int, logger: Logger) async throws -> Int {
+    /// Starts a reset: the user's sessions end, its passkeys go, older resets go, a reset row is made.
+    /// Returns how many passkeys were removed and the ended sessions.
+    static func startReset(
+        _ db: PostgresConnection, appRef: Int64, userId: UUID, resetId: UUID, lifetimeSeconds: Int, logger: Logger
+    ) async throws -> (removed: Int, ended: [UUID]) {
+        // The sessions first: a passkey's sessions would otherwise go with it by cascade, unreported.
+        let ended = try await SessionStore.deleteAll(db, userId: userId, logger: logger)
         let rows = try await db.query("DELETE FROM identities WHERE user_id = \(userId) AND kind = 'passkey' RETURNING 1", logger: logger)
         var removed = 0
         for try await _ in rows { removed += 1 }
-        try await SessionStore.deleteAll(db, userId: userId, logger: logger)
         try await db.query(
             """
             INSERT INTO appkey_profiles (user_id, app_ref, require_add_passkey) VALUES (\(userId), \(appRef), true)
@@ -265,7 +267,7 @@ public enum PasskeyStore {
             INSERT INTO passkey_resets (id, app_ref, user_id, expires_at)
             VALUES (\(resetId), \(appRef), \(userId), now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
-        return removed
+        return (removed, ended)
     }
 
     /// When a reset was made, if it is unused and alive.
@@ -287,12 +289,12 @@ public enum PasskeyStore {
 
     // MARK: pending signups
 
-    /// Replaces the pending signup of (app, handle).
+    /// Adds a pending signup. Others pending for the same handle stay: each has its own signup-token,
+    /// so whoever starts a signup for someone else's address cancels nothing of theirs.
     static func insertSignup(
         _ db: PostgresConnection, appRef: Int64, handle: String, userId: UUID, displayName: String, firstName: String?, lastName: String?,
         locale: String, passkey p: NewPasskey, codeSealed: Data, tokenHash: Data, lifetimeSeconds: Int, id: UUID, logger: Logger
     ) async throws {
-        try await db.query("DELETE FROM appkey_signups WHERE app_ref = \(appRef) AND lower(handle) = lower(\(handle))", logger: logger)
         try await db.query(
             """
             INSERT INTO appkey_signups (id, app_ref, handle, user_id, display_name, first_name, last_name, locale, credential_id,
@@ -354,6 +356,11 @@ public enum PasskeyStore {
             logger: logger)
         for try await n in rows.decode(Int.self) { return n }
         return nil
+    }
+
+    /// Drops every pending signup of a handle (its account exists now).
+    static func deleteSignups(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws {
+        try await db.query("DELETE FROM appkey_signups WHERE app_ref = \(appRef) AND lower(handle) = lower(\(handle))", logger: logger)
     }
 
     /// Takes (deletes) the pending signup; false when another request took it first.

@@ -24,18 +24,40 @@ public enum SessionStore {
     /// that row before it deletes the user's sessions, so it either waits for this session to commit
     /// (and then deletes it) or has committed first (and the version check refuses). Without the lock,
     /// a revocation running meanwhile could miss the uncommitted session.
+    ///
+    /// The session records the identity that opened it: `identityId` when the caller knows it (a
+    /// passkey's), else the user's one identity of the method's kind (`SessionMethod.identityKind`).
+    /// Removing that identity ends the session (`deleteOpenedBy`, and the foreign key's cascade).
     static func insert(
-        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, origin: ClientOrigin,
-        lifetimeSeconds: Int, logger: Logger
+        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, identityId: UUID? = nil,
+        origin: ClientOrigin, lifetimeSeconds: Int, logger: Logger
     ) async throws -> Bool {
         guard try await UserStore.lockLive(db, appRef: appRef, userId: userId, tokenVersion: tokenVersion, logger: logger) else { return false }
         try await db.query(
             """
-            INSERT INTO sessions (id, app_ref, user_id, method, client_address, user_agent, expires_at)
-            VALUES (\(id), \(appRef), \(userId), \(method.rawValue), \(origin.address), \(origin.userAgent),
-                    now() + make_interval(secs => \(lifetimeSeconds)::int))
+            INSERT INTO sessions (id, app_ref, user_id, method, identity_id, client_address, user_agent, expires_at)
+            VALUES (\(id), \(appRef), \(userId), \(method.rawValue),
+                    COALESCE(\(identityId)::uuid, (SELECT i.id FROM identities i
+                                                  WHERE i.user_id = \(userId) AND i.kind = \(method.identityKind?.rawValue) AND i.kind <> 'passkey')),
+                    \(origin.address), \(origin.userAgent), now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
         return true
+    }
+
+    /// Ends the sessions an identity opened, before the identity goes (its caller holds the user
+    /// row): those bound to it, and the user's unbound sessions (opened before sessions recorded
+    /// their identity) of a method of its kind. Returns the ended ids, for the `session.revoked` event.
+    static func deleteOpenedBy(_ db: PostgresConnection, userId: UUID, identityId: UUID, kind: IdentityKind, logger: Logger) async throws -> [UUID] {
+        let methods = SessionMethod.allCases.filter { $0.identityKind == kind }.map(\.rawValue)
+        let rows = try await db.query(
+            """
+            DELETE FROM sessions WHERE user_id = \(userId)
+              AND (identity_id = \(identityId) OR (identity_id IS NULL AND method = ANY(\(methods))))
+            RETURNING id
+            """, logger: logger)
+        var ended: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ended.append(id) }
+        return ended
     }
 
     /// The user of a live session, in one statement: the session must exist, belong to the app and to
@@ -103,14 +125,14 @@ public enum SessionStore {
         return ended
     }
 
-    /// Ends the sessions of a user opened by one of `methods`; returns the ended ids.
-    static func deleteAll(_ db: PostgresConnection, userId: UUID, methods: [String], logger: Logger) async throws -> [UUID] {
-        guard !methods.isEmpty else { return [] }
-        let rows = try await db.query(
-            "DELETE FROM sessions WHERE user_id = \(userId) AND method = ANY(\(methods)) RETURNING id", logger: logger)
-        var ended: [UUID] = []
-        for try await id in rows.decode(UUID.self) { ended.append(id) }
-        return ended
+    /// Moves the sessions of identity `from` to the user's identity of kind `toKind` (an anonymous
+    /// account upgraded in place keeps its sessions).
+    static func rebind(_ db: PostgresConnection, userId: UUID, from: UUID, toKind: IdentityKind, logger: Logger) async throws {
+        try await db.query(
+            """
+            UPDATE sessions SET identity_id = (SELECT id FROM identities WHERE user_id = \(userId) AND kind = \(toKind.rawValue) AND kind <> 'passkey')
+            WHERE user_id = \(userId) AND identity_id = \(from)
+            """, logger: logger)
     }
 
     /// Removes sessions that expired more than a day ago (housekeeping; an expired row already

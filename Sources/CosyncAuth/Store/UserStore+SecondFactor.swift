@@ -109,6 +109,28 @@ extension UserStore {
         return try await user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
     }
 
+    /// Takes the one link by verified e-mail an account may make (README "Linking rule"): an imported
+    /// CosyncJWT account created with `provider` whose provider subject was never recorded, that has no
+    /// identity of the provider and has not spent the link yet. True when this call took it (the flag
+    /// is set in the same statement, so two logins cannot both take it).
+    static func takeSocialEmailLink(_ db: PostgresConnection, appRef: Int64, userId: UUID, provider: SocialProvider, logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            UPDATE users u SET social_email_link_spent = true
+            WHERE u.id = \(userId) AND u.app_ref = \(appRef) AND u.login_provider = \(provider.rawValue) AND u.legacy_id IS NOT NULL
+              AND NOT u.social_email_link_spent
+              AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.id AND i.kind = \(provider.rawValue))
+            RETURNING u.id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Closes the link by e-mail for good (an admin linked or detached a provider account).
+    static func spendSocialEmailLink(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
+        try await db.query("UPDATE users SET social_email_link_spent = true WHERE id = \(userId)", logger: logger)
+    }
+
     static func insertSocialUser(
         _ db: PostgresConnection, appRef: Int64, handle: String, provider: String, subject: String, locale: String,
         metadata: [String: JSONValue]?, logger: Logger

@@ -13,6 +13,19 @@ public enum Identifiers {
         return handle
     }
 
+    /// True for an anonymous handle (`ANON_`, kept as typed: every other handle is lower-cased). Such a
+    /// handle is the whole credential `loginAnonymous` needs, so it is never written to a webhook
+    /// payload or a log (`redacted`).
+    public static func isAnonymous(_ handle: String) -> Bool { handle.contains("ANON_") }
+
+    /// What events and the audit log record of a handle: the handle itself, or for an anonymous one
+    /// `anonymous:` and the first 12 hex digits of its SHA-256 (enough to tell two apart, useless to
+    /// sign in with).
+    public static func redacted(_ handle: String) -> String {
+        guard isAnonymous(handle) else { return handle }
+        return "anonymous:" + Secrets.sha256(handle).prefix(6).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// A handle given as JSON (admin API): normalised like the wire's, without the space repair (JSON
     /// carries a `+` intact), and checked: 1–254 code points (what the column's CHECK counts; a
     /// grapheme count would let combining marks through to a 500) without spaces or control characters.

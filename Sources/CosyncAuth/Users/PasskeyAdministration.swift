@@ -29,7 +29,7 @@ extension UserAdministration {
                 throw AdminFailure.conflict(
                     code: "last_identity", message: "this passkey is the user's last way to sign in; delete the user instead")
             }
-            try await PasskeyStore.delete(db, identityId: passkey.identityId, logger: logger)
+            try await IdentityRemoval.remove(db, app: app, user: user, identityId: passkey.identityId, kind: .passkey, reason: "passkey_removed", logger: logger)
             let credential = Base64URL.encode(passkey.credentialId)
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "passkey.delete",

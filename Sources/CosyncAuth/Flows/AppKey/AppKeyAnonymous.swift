@@ -48,11 +48,12 @@ extension AppKeyFlows {
             if try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
                 throw AppKeyError.handleAlreadyRegistered
             }
+            guard try await flows.takeAnonymousAccountQuota(db, app: app) else { throw AppKeyError.rateLimited }
             let user = try await insertUser(
                 db, app: app, id: userId, handle: handle, locale: row.locale ?? Locales.defaultLocale, provider: "",
                 profile: AppKeyProfile(displayName: handle, firstName: nil, lastName: nil, isAnonymous: true, requireAddPasskey: false))
-            try await insertPasskey(db, app: app, user: user, passkey: passkey, displayName: "anonymous")
-            let access = try await openSession(db, app: app, user: user, method: .passkey)
+            let passkeyIdentity = try await insertPasskey(db, app: app, user: user, passkey: passkey, displayName: "anonymous")
+            let access = try await openSession(db, app: app, user: user, method: .passkey, identityId: passkeyIdentity)
             try await audit(db, app: app, handle: handle, action: "loginAnonymousComplete")
             return (user, access)
         }

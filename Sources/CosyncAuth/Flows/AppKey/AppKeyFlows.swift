@@ -14,8 +14,10 @@ public struct AppKeyFlowSettings: Sendable {
     /// addPasskey challenges name an existing account and are not counted here, so a flood from a
     /// shared address (a NAT) cannot keep that address's users from signing in.
     public var newAccountChallengesPerAddressPerHour = 1000
-    /// Code e-mails/SMS of AppKey signups per handle and hour.
+    /// Code e-mails/SMS of AppKey signups per handle and client address and hour; the handle as a whole
+    /// (from any number of addresses) gets `handleCeilingFactor` times as many.
     public var codesPerHandlePerHour = 5
+    public var handleCeilingFactor = 4
     public var maxCodeAttempts = 5
     /// The `timeout` advertised in WebAuthn options, in milliseconds.
     public var advertisedTimeout = 60_000
@@ -202,12 +204,13 @@ public struct AppKeyFlows: Sendable {
         return try await tokens.userJWT(claims: claims, appRef: app.ref)
     }
 
-    /// Opens a session (in the caller's transaction) and signs the access token naming it.
-    func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod) async throws -> String {
+    /// Opens a session (in the caller's transaction) and signs the access token naming it. A passkey
+    /// ceremony names the passkey's identity; other methods open it with the user's identity of their kind.
+    func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil) async throws -> String {
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
         guard try await SessionStore.insert(
-            db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
+            db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method, identityId: identityId,
             origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
         else { throw AppKeyError.accountSuspended }
         return try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)

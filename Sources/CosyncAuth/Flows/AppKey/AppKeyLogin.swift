@@ -85,12 +85,6 @@ extension AppKeyFlows {
         } catch {
             throw AppKeyError.invalidPasskey.with("invalid passkey: \(error.message)")
         }
-        if let userHandle, !userHandle.isEmpty {
-            let given = Base64URL.decodeLenient(userHandle).map(Array.init) ?? []
-            let wire = AppKeyIds.wire(user.id)
-            guard given == Array(wire.utf8) || given == (Base64URL.decodeLenient(wire).map(Array.init) ?? [])
-            else { throw AppKeyError.invalidPasskey.with("invalid passkey: the user handle names another user") }
-        }
         enum Outcome { case ok(String?), failed(String), regressed }
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
             // The user row first, then the passkey: the order an account deletion takes them in.
@@ -98,6 +92,14 @@ extension AppKeyFlows {
             else { throw AppKeyError.accountSuspended }
             guard let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, forUpdate: true, logger: logger)
             else { throw AppKeyError.passkeyNotExist.with("this passkey is not registered for this account") }
+            // Only a credential of this app and user is judged by its user handle: an unknown one
+            // (e.g. registered in another app of the same RP ID) is E614 above, not E615.
+            if let userHandle, !userHandle.isEmpty {
+                let given = Base64URL.decodeLenient(userHandle).map(Array.init) ?? []
+                let wire = AppKeyIds.wire(user.id)
+                guard given == Array(wire.utf8) || given == (Base64URL.decodeLenient(wire).map(Array.init) ?? [])
+                else { throw AppKeyError.invalidPasskey.with("invalid passkey: the user handle names another user") }
+            }
             let stored = StoredCredential(
                 credentialId: passkey.credentialId, publicKeyCOSE: passkey.publicKeyCOSE, signCount: UInt32(clamping: passkey.signCount),
                 backupEligible: passkey.backupEligible)
@@ -118,7 +120,7 @@ extension AppKeyFlows {
                 db, id: passkey.id, signCount: Int64(verified.signCount), backupState: verified.backupState, userVerified: verified.userVerified,
                 cloneSuspected: verified.counterRegressed, logger: logger)
             if !verify { try await UserStore.touchLastLogin(db, userId: user.id, logger: logger) }
-            let access = try await openSession(db, app: app, user: user, method: .passkey)
+            let access = try await openSession(db, app: app, user: user, method: .passkey, identityId: passkey.identityId)
             try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete")
             try await Events.record(
                 db, app: app, type: .userLoginSucceeded, user: user, data: ["method": .string("passkey"), "verify": .bool(verify)], logger: logger)

@@ -101,13 +101,13 @@ extension AppKeyFlows {
     /// locked, so two removals cannot both pass the count).
     public func removePasskey(app: App, user: User, credentialId: [UInt8], actor: String) async throws {
         try await client.transaction(logger: logger) { db in
-            guard try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger) != nil,
+            guard let locked = try await UserStore.find(db, appRef: app.ref, id: user.id, forUpdate: true, logger: logger),
                 let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, logger: logger)
             else { throw AppKeyError.passkeyNotExist }
             guard try await PasskeyStore.signInMethods(db, userId: user.id, logger: logger) > 1 else {
                 throw AppKeyError.invalidData.with("this is the account's last way to sign in; add another passkey first")
             }
-            try await PasskeyStore.delete(db, identityId: passkey.identityId, logger: logger)
+            try await IdentityRemoval.remove(db, app: app, user: locked, identityId: passkey.identityId, kind: .passkey, reason: "passkey_removed", logger: logger)
             try await AuditLog.record(
                 db, appRef: app.ref, appId: app.appId, actor: actor, action: "appkey.removePasskey",
                 detail: ["handle": .string(user.handle), "credentialId": .string(Base64URL.encode(credentialId))], logger: logger)
@@ -134,7 +134,9 @@ extension AppKeyFlows {
             let token = try await flows.apps.serverKeys.sign(ResetPasskeyClaims(
                 handle: user.handle, appId: app.appId, scope: "resetPasskey", iat: now, exp: now + lifetimeSeconds,
                 uid: user.id.uuidString.lowercased(), jti: resetId.uuidString.lowercased()))
-            let removed = try await PasskeyStore.startReset(db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
+            let (removed, ended) = try await PasskeyStore.startReset(
+                db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
+            try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "passkey_reset", logger: logger)
             if user.handle.hasPrefix("+") {
                 try await flows.outbox.sms(
                     db, app: app, locale: user.locale, to: user.handle, values: ["CODE": token, "HANDLE": user.handle],

@@ -107,9 +107,16 @@ extension AppKeyFlows {
             if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
-            guard try await ThrottleStore.take(
-                db, appRef: app.ref, subject: "appkey-code:\(handle)", limit: settings.codesPerHandlePerHour, windowSeconds: 3600, logger: logger)
-            else { throw AppKeyError.rateLimited }
+            // Per (handle, client address), and a higher ceiling for the handle over all addresses (as
+            // login counts): one address cannot use up the quota of the handle's owner.
+            let address = ClientOrigin.current.address ?? "-"
+            for (subject, limit) in [
+                ("appkey-code:\(handle.lowercased()) \(address)", settings.codesPerHandlePerHour),
+                ("appkey-code:\(handle.lowercased())", settings.codesPerHandlePerHour * settings.handleCeilingFactor),
+            ] {
+                guard try await ThrottleStore.take(db, appRef: app.ref, subject: subject, limit: limit, windowSeconds: 3600, logger: logger)
+                else { throw AppKeyError.rateLimited }
+            }
             try await PasskeyStore.insertSignup(
                 db, appRef: app.ref, handle: handle, userId: userId, displayName: row.displayName ?? handle, firstName: row.firstName,
                 lastName: row.lastName, locale: locale, passkey: passkey,
@@ -166,8 +173,10 @@ extension AppKeyFlows {
                 profile: AppKeyProfile(
                     displayName: signup.displayName, firstName: signup.firstName, lastName: signup.lastName, isAnonymous: false,
                     requireAddPasskey: false))
-            try await insertPasskey(db, app: app, user: user, passkey: signup.passkey, displayName: signup.displayName)
-            let access = try await openSession(db, app: app, user: user, method: .passkey)
+            // The account exists now: the handle's other pending signups could only fail.
+            try await PasskeyStore.deleteSignups(db, appRef: app.ref, handle: signup.handle, logger: logger)
+            let passkeyIdentity = try await insertPasskey(db, app: app, user: user, passkey: signup.passkey, displayName: signup.displayName)
+            let access = try await openSession(db, app: app, user: user, method: .passkey, identityId: passkeyIdentity)
             try await audit(db, app: app, handle: user.handle, action: "signupComplete")
             return (user, access)
         }
@@ -198,19 +207,22 @@ extension AppKeyFlows {
     }
 
     /// Inserts a verified passkey for a user (its name: `<displayName>-<platform>`) and records
-    /// `passkey.added`. A credential registered meanwhile → E615.
-    func insertPasskey(_ db: PostgresConnection, app: App, user: User, passkey: NewPasskey, displayName: String) async throws {
+    /// `passkey.added`; returns the passkey's identity. A credential registered meanwhile → E615.
+    @discardableResult
+    func insertPasskey(_ db: PostgresConnection, app: App, user: User, passkey: NewPasskey, displayName: String) async throws -> UUID {
         // At most 64 code points (the column counts code points; a character may carry many).
         var scalars = String.UnicodeScalarView()
         scalars.append(contentsOf: "\(displayName)-\(passkey.platform)".unicodeScalars.prefix(64))
         let name = String(scalars)
+        let identityId: UUID
         do {
-            try await PasskeyStore.insert(db, appRef: app.ref, userId: user.id, passkey: passkey, name: name, logger: logger)
+            identityId = try await PasskeyStore.insert(db, appRef: app.ref, userId: user.id, passkey: passkey, name: name, logger: logger)
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             throw AppKeyError.invalidPasskey.with("invalid passkey: this credential is already registered")
         }
         try await Events.record(
             db, app: app, type: .passkeyAdded, user: user, data: ["credentialId": .string(Base64URL.encode(passkey.credentialId))],
             logger: logger)
+        return identityId
     }
 }

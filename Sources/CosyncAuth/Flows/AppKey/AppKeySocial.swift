@@ -61,36 +61,18 @@ extension AppKeyFlows {
         return try await userBody(app: app, user: user, accessToken: access)
     }
 
-    /// The user of a verified social identity (<doc:AppKeyAPI> K17): by the provider account, else by the e-mail of a
-    /// user of this provider (then the provider account is recorded).
+    /// The user of a verified social identity (<doc:AppKeyAPI> K17): the user it is an identity of (the
+    /// e-mail links only under the linking rule of `EndUserFlows.linkByEmailOnce`).
     func socialUser(app: App, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
         let match = try await client.withConnection {
             try await UserStore.socialMatch(
                 $0, appRef: app.ref, provider: provider, email: identity.email?.lowercased(), subject: identity.subject, logger: logger)
         }
         guard let match else { throw AppKeyError.accountDoesNotExist }
-        if !match.linked {
-            guard match.user.loginProvider == provider.rawValue else {
-                throw match.user.loginProvider.isEmpty ? AppKeyError.emailAccountExists : Self.accountExists(match.user)
-            }
-            let hasProvider = try await client.withConnection {
-                try await IdentityStore.has($0, userId: match.user.id, kind: IdentityKind(provider), logger: logger)
-            }
-            guard !hasProvider else { throw AppKeyError.invalidToken }
-            do {
-                try await client.transaction(logger: logger) { db in
-                    // The user row first: deleted since the match, it is no account (not a 500 on the
-                    // identity's foreign key).
-                    guard try await UserStore.lockExisting(db, appRef: app.ref, userId: match.user.id, logger: logger) != nil else {
-                        throw AppKeyError.accountDoesNotExist
-                    }
-                    try await IdentityStore.insert(
-                        db, appRef: app.ref, userId: match.user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
-                        logger: logger)
-                }
-            } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
-                throw AppKeyError.invalidToken
-            }
+        // Not an identity of the user its e-mail names: no account, unless it is the one link by
+        // e-mail an imported account may make (README "Linking rule").
+        if !match.linked, try await !flows.linkByEmailOnce(app: app, user: match.user, provider: provider, identity: identity) {
+            throw AppKeyError.accountDoesNotExist
         }
         guard match.user.status == .active else { throw AppKeyError.accountSuspended }
         return match.user

@@ -24,6 +24,7 @@ extension EndUserFlows {
             if try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) != nil {
                 throw EndUserError.invalidCredentials
             }
+            guard try await takeAnonymousAccountQuota(db, app: app) else { throw EndUserError.rateLimited }
             let created = try await insertUser(db, app: app, handle: handle, passwordHash: nil, locale: Locales.defaultLocale, metadata: [:])
             try await audit(db, app: app, handle: handle, action: "loginAnonymous.create")
             return created

@@ -12,6 +12,9 @@ extension EndUserFlows {
         let (app, user) = (caller.app, caller.user)
         let handleField = fields["handle"], password = fields["password"], socialToken = fields["token"]
         guard handleField != nil || password != nil || socialToken != nil else { throw EndUserError.missingParameter }
+        // Unlike legacy, a suspended (402) or migrated (413) app's users cannot delete their accounts
+        // either: the app is frozen as a whole (README "Suspended apps").
+        try requireActive(app)
         if let handleField, let password {
             let handle = Identifiers.handle(handleField)
             if handle.contains("@") && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }

@@ -39,6 +39,36 @@ extension EndUserFlows {
         return identity
     }
 
+    /// The linking rule (README "Linking rule"): a provider account signs in only as the user it is an
+    /// identity of. The one exception keeps migrated apps working: an imported CosyncJWT account created
+    /// with this provider, whose provider subject was never recorded, links to the first verified
+    /// provider account with its e-mail, once (`UserStore.takeSocialEmailLink`). True when `identity`
+    /// is (now) an identity of `user`; false otherwise, and nothing changed.
+    func linkByEmailOnce(app: App, user: User, provider: SocialProvider, identity: SocialIdentity) async throws -> Bool {
+        do {
+            return try await client.transaction(logger: logger) { db in
+                // The user row first: the order an account deletion takes; deleted since the match, it is no account.
+                guard try await UserStore.lockExisting(db, appRef: app.ref, userId: user.id, logger: logger) != nil else { return false }
+                // A concurrent login of the same provider account made the link first.
+                if try await IdentityStore.user(db, appRef: app.ref, kind: IdentityKind(provider), subject: identity.subject, logger: logger)?.id == user.id {
+                    return true
+                }
+                guard try await UserStore.takeSocialEmailLink(db, appRef: app.ref, userId: user.id, provider: provider, logger: logger) else {
+                    return false
+                }
+                try await IdentityStore.insert(
+                    db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
+                    logger: logger)
+                try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue), "by": .string("email")])
+                try await Events.record(db, app: app, type: .identityLinked, user: user, data: ["kind": .string(provider.rawValue)], logger: logger)
+                return true
+            }
+        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
+            // The provider account is another user's identity now.
+            return false
+        }
+    }
+
     /// deleteAccount's token mode (<doc:EndUserAPI> §5.24): the token must be one of the user's own provider accounts
     /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
     /// the account is a destructive step that needs a recent sign-in.
