@@ -78,6 +78,9 @@ public enum QRCode {
         version <= 9 ? 8 : 16
     }
 
+    /// The most bytes a code holds: byte mode, level M, version 40 (2331). Longer text throws.
+    public static let maxByteCount = (dataCodewordCount(version: 40) * 8 - 4 - countBits(version: 40)) / 8
+
     private static func smallestVersion(byteCount: Int) throws -> Int {
         for version in 1...40 {
             let neededBits = 4 + countBits(version: version) + 8 * byteCount
@@ -85,7 +88,7 @@ public enum QRCode {
                 return version
             }
         }
-        throw QRCodeError(description: "text of \(byteCount) bytes is too long for a QR code (max 2331 bytes at level M)")
+        throw QRCodeError(description: "text of \(byteCount) bytes is too long for a QR code (max \(maxByteCount) bytes at level M)")
     }
 
     // MARK: - Data encoding
