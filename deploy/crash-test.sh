@@ -29,6 +29,7 @@ python3 deploy/bench/fake_sendgrid.py "$FAKE_PORT" "$MAILS" & FAKE_PID=$!
 HTTP_PORT="$(pg_free_port 18480)"
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/crash?sslmode=disable" PORT="$HTTP_PORT"
 export COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)" COSYNC_OPERATOR_TOKEN="cop_crash_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export COSYNC_METRICS_PORT=off  # no scrape here; no fixed port taken
 export COSYNC_EMAIL_TRANSPORT=sendgrid COSYNC_SENDGRID_API_KEY=SG.crash COSYNC_SENDGRID_BASE_URL="http://127.0.0.1:$FAKE_PORT"
 H="http://127.0.0.1:$HTTP_PORT"
 psql() { "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d crash -tAc "$1"; }

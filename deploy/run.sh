@@ -36,6 +36,7 @@ BIN="$(swift build -c "$BUILD" --show-bin-path)/cosyncauth"
 cat <<INFO
 
   CosyncAuth is starting on http://localhost:$PORT
+  metrics:         http://127.0.0.1:${COSYNC_METRICS_PORT:-9464}/metrics (this machine only)
   database:        $DATABASE_URL
   operator token:  $COSYNC_OPERATOR_TOKEN
 

@@ -3,9 +3,7 @@ import CosyncAuth
 import CosyncAuthHTTP
 import Foundation
 import Logging
-import Metrics
 import PostgresNIO
-import Prometheus
 import ServiceLifecycle
 
 @main
@@ -135,6 +133,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("public-url"), help: "Public base URL used in e-mailed links (env COSYNC_PUBLIC_URL; default http://localhost:PORT)")
     var publicURL: String?
 
+    @Option(name: .customLong("metrics-host"), help: "Address of the metrics listener, which alone serves GET /metrics (env COSYNC_METRICS_HOST; default 127.0.0.1)")
+    var metricsHost: String?
+
+    @Option(name: .customLong("metrics-port"), help: "Port of the metrics listener, or off (env COSYNC_METRICS_PORT; default 9464; never the public port)")
+    var metricsPort: String?
+
     func run() async throws {
         try await Failure.guarded {
             let port = try ServerConfiguration.parsePort(self.port ?? Environment.value("PORT"))
@@ -145,10 +149,13 @@ struct Serve: AsyncParsableCommand {
                 publicURL: try ServerConfiguration.parsePublicURL(publicURL ?? Environment.value("COSYNC_PUBLIC_URL"), port: port),
                 bcryptCost: try ServerConfiguration.parseBcryptCost(Environment.value("COSYNC_BCRYPT_COST")))
             try configuration.readDeliverySettings(ProcessInfo.processInfo.environment)
+            configuration.metricsListener = try ServerConfiguration.parseMetricsListener(
+                host: metricsHost ?? Environment.value("COSYNC_METRICS_HOST"), port: metricsPort ?? Environment.value("COSYNC_METRICS_PORT"),
+                publicPort: port)
             let migrator = try db.migrator()
             let logger = makeLogger("cosyncauth")
-            let registry = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            // Bootstrapped before any metric is made; without a listener nothing would read it.
+            let registry = configuration.metricsListener == nil ? nil : MetricsRegistry.process
             let tracing = try TracingSetup.bootstrap(logger: logger)
             let settings = configuration
             try await withDatabase(settings.database, logger: logger, maxConnections: settings.databaseMaxConnections) { client in
@@ -157,11 +164,18 @@ struct Serve: AsyncParsableCommand {
                 if let generated {
                     print("operator token (shown once; only its hash is stored): \(generated)")
                 }
-                let app = buildApplication(services: services, metrics: registry, logger: logger)
+                let app = buildApplication(services: services, logger: logger)
                 // Shut down in reverse order: the drain gate first (readyz 503, keep serving for the
                 // drain delay), then the application (stop accepting, finish in-flight requests, stop
-                // the workers), the tracing exporter last (it flushes the final spans).
+                // the workers), then the metrics listener (scrapes see the drain), the tracing exporter
+                // last (it flushes the final spans).
                 var order: [any Service] = tracing.map { [$0] } ?? []
+                if let registry, let listener = settings.metricsListener {
+                    logger.notice("metrics served on their own listener", metadata: ["address": "\(listener.host):\(listener.port)"])
+                    order.append(buildMetricsApplication(registry: registry, host: listener.host, port: listener.port, logger: logger))
+                } else {
+                    logger.notice("metrics listener off (COSYNC_METRICS_PORT=off)")
+                }
                 order += [app, DrainGate(state: services.state, delay: settings.shutdownDrain, logger: logger)]
                 var group = ServiceGroupConfiguration(
                     services: order.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },

@@ -81,7 +81,7 @@ enum TracingSetup {
         var configuration = OTel.Configuration.default
         configuration.serviceName = "cosyncauth"
         configuration.traces.exporter = .otlp
-        configuration.metrics.enabled = false  // metrics stay on /metrics (Prometheus)
+        configuration.metrics.enabled = false  // metrics stay in Prometheus, on the metrics listener
         configuration.logs.enabled = false
         configuration.diagnosticLogger = .custom(logger)
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)

@@ -49,7 +49,9 @@ trap cleanup EXIT
 PGPORT="$(pg_free_port 59432)"
 pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP"; pg_createdb "$PGPORT" bench
 HTTP_PORT="$(pg_free_port 18580)"; H="http://127.0.0.1:$HTTP_PORT"
-export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" PORT="$HTTP_PORT"
+# The metrics have a listener of their own (never the public port).
+METRICS_PORT="$(pg_free_port $((HTTP_PORT + 1)))"; M="http://127.0.0.1:$METRICS_PORT"
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" PORT="$HTTP_PORT" COSYNC_METRICS_PORT="$METRICS_PORT"
 export COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)" COSYNC_OPERATOR_TOKEN="cop_bench_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export COSYNC_BCRYPT_COST=10 LOG_LEVEL=warning
 
@@ -162,7 +164,7 @@ for name in ("A", "B"):
           f"client send lag p50 {s['client_lag_p50_ms']} ms, p99 {s['client_lag_p99_ms']} ms")
 PY
 echo "server KDF metrics after the run:"
-curl -sf "$H/metrics" | grep -E '^cosync_kdf_(refused_total|wait_seconds_(count|sum))' | sed 's/^/  /' || echo "  (none exported)"
+curl -sf "$M/metrics" | grep -E '^cosync_kdf_(refused_total|wait_seconds_(count|sum))' | sed 's/^/  /' || echo "  (none exported)"
 fair() { py 'import json,sys; r=json.load(open(sys.argv[1])); v=r[sys.argv[2]][sys.argv[3]]; print("nan" if v is None else v)' "$TMP/fair.json" "$1" "$2"; }
 B_P50=$(fair B all_p50_ms); B_P99=$(fair B all_p99_ms); B_SENT=$(fair B sent); B_OUT=$(fair B outcomes)
 A_503=$(calc "round($(fair A rate_503), 3)"); A_OUT=$(fair A outcomes); A_OK=$(fair A ok_per_s)

@@ -43,7 +43,7 @@ psql_() { "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d bench -tAc "
 HTTP_PORT="$(pg_free_port 18680)"; H="http://127.0.0.1:$HTTP_PORT"
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" PORT="$HTTP_PORT"
 export COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)" COSYNC_OPERATOR_TOKEN="cop_bench_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export COSYNC_BCRYPT_COST=10 LOG_LEVEL=warning
+export COSYNC_BCRYPT_COST=10 LOG_LEVEL=warning COSYNC_METRICS_PORT=off  # no scrape here; no fixed port taken
 export COSYNC_WEBHOOK_ALLOW_HTTP=1 COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8 COSYNC_COURIER_POLL_MS=50
 
 mkdir -p "$TMP/rcv"

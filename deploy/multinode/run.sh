@@ -127,6 +127,8 @@ export COSYNC_MASTER_KEY COSYNC_OPERATOR_TOKEN
 export COSYNC_EMAIL_TRANSPORT=sendgrid COSYNC_SENDGRID_API_KEY=SG.multinode COSYNC_SENDGRID_BASE_URL="http://127.0.0.1:$FAKE_PORT"
 export COSYNC_COURIER_POLL_MS=100 COSYNC_TRUSTED_PROXIES=127.0.0.1/32 COSYNC_BCRYPT_COST=4 HOST=127.0.0.1
 export LOG_LEVEL="${MULTINODE_LOG_LEVEL:-warning}"
+# Three nodes on one host: the default metrics port (9464) would be taken by the first; nothing here scrapes.
+export COSYNC_METRICS_PORT=off
 
 next_port=18580
 for i in 1 2 3; do NODE_PORTS[$i]="$(pg_free_port "$next_port")"; next_port=$(( NODE_PORTS[i] + 1 )); done

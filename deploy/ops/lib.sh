@@ -97,22 +97,25 @@ ops_server_env() {
 }
 
 # ops_start_server LOG [VAR=value...]: starts `cosyncauth serve` on a free port (sets HTTP_PORT, BASE,
-# SERVER_PID) and waits until /readyz answers 200.
+# SERVER_PID), its metrics listener on another (sets METRICS_PORT, METRICS_BASE; COSYNC_METRICS_PORT=off
+# among the VARs turns it off), and waits until /readyz answers 200.
 ops_start_server() {
   local log="$1"; shift
   OPS_SERVER_LOG="$log"
   local try _ rc base=$((18700 + RANDOM % 2000))
   for try in 1 2 3; do
     HTTP_PORT="$(pg_free_port "$base")"
+    METRICS_PORT="$(pg_free_port $((HTTP_PORT + 1)))"
     BASE="http://127.0.0.1:$HTTP_PORT"
-    (cd "$TMP" && exec env PORT="$HTTP_PORT" "$@" "$BIN" serve) >"$log" 2>&1 &
+    METRICS_BASE="http://127.0.0.1:$METRICS_PORT"
+    (cd "$TMP" && exec env PORT="$HTTP_PORT" COSYNC_METRICS_PORT="$METRICS_PORT" "$@" "$BIN" serve) >"$log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 300); do
       if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         set +e; wait "$SERVER_PID"; rc=$?; set -e
         SERVER_PID=""
         # the port was taken between the probe and the bind: another one
-        if [ "$try" -lt 3 ] && grep -qi 'address already in use' "$log"; then base=$((HTTP_PORT + 1)); continue 2; fi
+        if [ "$try" -lt 3 ] && grep -qi 'address already in use' "$log"; then base=$((METRICS_PORT + 1)); continue 2; fi
         echo "the server exited at start (code $rc); log:" >&2; tail -40 "$log" >&2; return 1
       fi
       if [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 "$BASE/readyz")" = "200" ]; then return 0; fi

@@ -5,6 +5,7 @@
 #   trace-test.sh    OTLP/HTTP JSON spans of a login; LOG_FORMAT=json logs
 #   dbdown-test.sh   PostgreSQL stopped under a running server: fast 503s, reconnect, SIGTERM exits 0
 #   webhook-kill-test.sh  a committed event survives SIGKILL: delivered after the restart, same webhook-id
+#   metrics-test.sh  /metrics only on the metrics listener (404 on the public port); off; bad ports refused
 # Each starts its own throwaway PostgreSQL and server on free ports and cleans up after itself.
 # Prints a summary; exits 1 when any test fails. Builds nothing.
 #   OPS_TESTS="sigterm backup trace" to run a subset.
@@ -18,7 +19,7 @@ CURRENT=""
 trap 'echo; echo "ops: interrupted during $CURRENT" >&2; exit 130' INT TERM
 SUMMARY=()
 FAILED=0
-for name in ${OPS_TESTS:-sigterm dbdown backup trace webhook-kill}; do
+for name in ${OPS_TESTS:-sigterm dbdown backup trace webhook-kill metrics}; do
   CURRENT="$name"
   echo "==================== $name-test.sh"
   start="$(date +%s.%N)"

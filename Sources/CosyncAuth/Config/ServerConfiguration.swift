@@ -50,6 +50,22 @@ public struct ServerConfiguration: Sendable {
     /// (`COSYNC_SHUTDOWN_TIMEOUT_SECONDS`, default 20).
     public var shutdownDrain: Duration = .seconds(3)
     public var shutdownTimeout: Duration = .seconds(20)
+    /// Where Prometheus scrapes `GET /metrics` (`COSYNC_METRICS_HOST`, default 127.0.0.1, and
+    /// `COSYNC_METRICS_PORT`, default 9464; `off`: no metrics listener). Never the public listener.
+    public var metricsListener: MetricsListener? = .defaultListener
+
+    /// The address of the metrics listener.
+    public struct MetricsListener: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        public static let defaultListener = MetricsListener(host: "127.0.0.1", port: 9464)
+    }
 
     public init(
         database: DatabaseURL, port: Int = 8080, host: String = "0.0.0.0", operatorToken: String?,
@@ -91,6 +107,32 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(setting, "must be a number from 1 to 65535, got '\(value)'")
         }
         return port
+    }
+
+    /// The metrics listener from `COSYNC_METRICS_HOST` and `COSYNC_METRICS_PORT` (or their flags):
+    /// loopback port 9464 unless set; the port `off` turns the listener off. It may not share the public
+    /// port: the metrics are never served where the API is.
+    public static func parseMetricsListener(host: String?, port: String?, publicPort: Int) throws -> MetricsListener? {
+        let portText = port?.trimmingCharacters(in: .whitespaces) ?? ""
+        if ["off", "none", "false", "disabled"].contains(portText.lowercased()) { return nil }
+        var listener = MetricsListener.defaultListener
+        if !portText.isEmpty {
+            guard let number = Int(portText), (1...65535).contains(number) else {
+                throw ConfigurationError("COSYNC_METRICS_PORT", "must be a number from 1 to 65535, or off, got '\(portText)'")
+            }
+            listener.port = number
+        }
+        if let host = host?.trimmingCharacters(in: .whitespaces), !host.isEmpty {
+            guard host.utf8.count <= 253, host.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "/" }) else {
+                throw ConfigurationError("COSYNC_METRICS_HOST", "must be an address to bind, such as 127.0.0.1 or 0.0.0.0")
+            }
+            listener.host = host
+        }
+        guard listener.port != publicPort else {
+            throw ConfigurationError(
+                "COSYNC_METRICS_PORT", "must differ from PORT (\(publicPort)): the metrics are never served on the public listener")
+        }
+        return listener
     }
 
     public static func parseOperatorToken(_ value: String?) throws -> String? {

@@ -334,7 +334,7 @@ public struct WebhookWorker: Service {
         let failures = claimed.roundFailures + 1
         let wait = Self.backoff(failures: failures, schedule: settings.retrySchedule)
         let reason = outcome.error ?? "failed"
-        Counter(label: "cosync_webhook_failures_total", dimensions: [("endpoint", claimed.endpoint.uuidString.lowercased())]).increment()
+        Telemetry.webhookFailure()
         let disabled: Bool = try await client.transaction(logger: logger) { db in
             try await db.query(
                 """

@@ -5,32 +5,40 @@ import PostgresNIO
 import Tracing
 
 /// The server's own metrics and spans, in one place. Metric objects come from the swift-metrics
-/// factory the process bootstrapped (Prometheus on `/metrics`); spans go to the tracer the process
-/// bootstrapped (OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, otherwise a no-op).
+/// factory the process bootstrapped (Prometheus, served on the metrics listener only); spans go to
+/// the tracer the process bootstrapped (OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, otherwise a
+/// no-op).
 ///
-/// Labels never carry a user, a handle or an address. An app label is added only when
-/// `COSYNC_METRICS_PER_APP` is set (its cardinality is the number of tenants).
+/// Every label value is one of a fixed set the server chooses. None is in a tenant's hands: no user,
+/// handle or address, and no app id or webhook endpoint id (tenants create those without bound, and
+/// each label value is a series Prometheus keeps). Per-tenant figures belong in the admin API (the
+/// webhook attempt log, the audit log), not here.
 public enum Telemetry {
-    static let perApp: Bool = {
-        let value = ProcessInfo.processInfo.environment["COSYNC_METRICS_PER_APP"]?.lowercased() ?? ""
-        return ["1", "true", "yes", "on"].contains(value)
-    }()
-
-    static func dimensions(_ base: [(String, String)], appId: String?) -> [(String, String)] {
-        guard perApp, let appId else { return base }
-        return base + [("app", appId)]
-    }
-
     /// Outcomes of a password login: `success`, `second_factor`, `wrong_password`, `unknown_account`,
-    /// `locked`, `not_active`.
-    static func login(_ outcome: String, appId: String) {
-        Counter(label: "cosync_login_attempts_total", dimensions: dimensions([("outcome", outcome)], appId: appId)).increment()
+    /// `locked`, `not_active`. The app is not a label (see above).
+    static func login(_ outcome: String, appId _: String) {
+        Counter(label: "cosync_login_attempts_total", dimensions: [("outcome", outcome)]).increment()
     }
 
-    /// A throttle subject just became locked (`login`, `handle`, `ip`, `2fa`…: the subject's kind).
+    /// A throttle subject just became locked (`login`, `handle`, `ip`, `2fa`…: the subject's kind,
+    /// the fixed prefix before its first `:`; anything else counts as `other`).
     static func lockout(subject: String) {
-        let kind = subject.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "other"
-        Counter(label: "cosync_lockouts_total", dimensions: [("kind", kind)]).increment()
+        Counter(label: "cosync_lockouts_total", dimensions: [("kind", lockoutKind(subject))]).increment()
+    }
+
+    static func lockoutKind(_ subject: String) -> String {
+        guard let mark = subject.firstIndex(of: ":") else { return "other" }
+        let kind = subject[..<mark]
+        guard (1...24).contains(kind.utf8.count),
+            kind.utf8.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2d })
+        else { return "other" }
+        return String(kind)
+    }
+
+    /// A webhook attempt that failed. One counter for the node: the endpoint is not a label (tenants
+    /// create endpoints without bound); an endpoint's own failures are in its attempt log (admin API).
+    static func webhookFailure() {
+        Counter(label: "cosync_webhook_failures_total").increment()
     }
 
     /// A delivery that failed (`final` when the message will not be retried).

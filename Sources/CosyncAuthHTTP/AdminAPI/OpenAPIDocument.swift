@@ -120,7 +120,6 @@ enum OpenAPIDocument {
         Operation(method: "get", path: "/healthz", summary: "Liveness", auth: .none, success: ("200", "Status")),
         Operation(method: "get", path: "/readyz", summary: "Readiness: database reachable, migrations applied",
                   auth: .none, success: ("200", "Status")),
-        Operation(method: "get", path: "/metrics", summary: "Prometheus metrics", auth: .none, success: ("200", nil)),
     ]
 
     static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
@@ -530,8 +529,6 @@ enum OpenAPIDocument {
             var success: [String: JSONValue] = ["description": .string("success")]
             if let schema = op.success.schema {
                 success["content"] = .object(["application/json": .object(["schema": ref(schema)])])
-            } else if op.path == "/metrics" {
-                success["content"] = .object(["text/plain": .object(["schema": type("string")])])
             } else if op.path.hasSuffix("openapi.json") {
                 success["content"] = .object(["application/json": .object(["schema": type("object")])])
             }

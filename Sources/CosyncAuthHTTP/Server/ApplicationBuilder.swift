@@ -1,10 +1,11 @@
 import CosyncAuth
 import Hummingbird
 import Logging
-import Prometheus
 
 /// Builds the HTTP application from its services. No globals: everything a route needs arrives here.
-public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> Router<ServerRequestContext> {
+/// The public router does not serve `/metrics`: the metrics have a listener of their own
+/// (`buildMetricsApplication`).
+public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     // Query strings carry codes and tokens (the e-mailed completeSignup link, getApplication?appToken=):
     // spans record their keys only.
@@ -16,7 +17,7 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
     router.add(middleware: AvailabilityMiddleware(state: services.state))
     // Before any route is added: router middleware wraps only the routes registered after it.
     router.add(middleware: MethodNotAllowedMiddleware(operations: openAPIOperations()))
-    OperationalRoutes(services: services, metrics: metrics).register(on: router)
+    OperationalRoutes(services: services).register(on: router)
     GetApplication(services: services).register(on: router)
     EndUserRoutes(services: services).register(on: router)
     AppKeyRoutes(services: services).register(on: router)
@@ -36,19 +37,19 @@ public func buildRouter(services: CosyncServices, metrics: PrometheusCollectorRe
 }
 
 /// The router behind the path normalizer: what the server runs.
-public func buildResponder(services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil) -> PathNormalizingBuilder {
+public func buildResponder(services: CosyncServices) -> PathNormalizingBuilder {
     PathNormalizingBuilder(
-        router: buildRouter(services: services, metrics: metrics), endUserNames: EndUserRoutes.names,
+        router: buildRouter(services: services), endUserNames: EndUserRoutes.names,
         timeout: services.configuration.requestTimeout, state: services.state, appKeyNames: AppKeyRoutes.names,
         resolver: AppProductResolver(apps: services.apps), appKeyPrefix: services.configuration.appKeyPrefix)
 }
 
 public func buildApplication(
-    services: CosyncServices, metrics: PrometheusCollectorRegistry? = nil, logger: Logger, runDeliveryWorker: Bool = true
+    services: CosyncServices, logger: Logger, runDeliveryWorker: Bool = true
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
     return Application(
-        router: buildResponder(services: services, metrics: metrics),
+        router: buildResponder(services: services),
         // A connection that sends nothing for 60 s (idle keep-alive, a half-sent request head, a CONNECT
         // "tunnel") is closed; without it such connections stayed open for ever (found by deploy/fuzz).
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),

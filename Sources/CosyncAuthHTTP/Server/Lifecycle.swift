@@ -31,8 +31,9 @@ public struct DrainGate: Service {
 }
 
 /// While the database monitor finds PostgreSQL unreachable, API requests answer 503 at once, with
-/// `Retry-After`, instead of waiting for a pool that cannot connect. Liveness, readiness, metrics and
-/// the OpenAPI document are still served. (Legacy SDKs treat every non-200 as an error.)
+/// `Retry-After`, instead of waiting for a pool that cannot connect. Liveness, readiness and the
+/// OpenAPI document are still served (the metrics have a listener of their own). (Legacy SDKs treat
+/// every non-200 as an error.)
 struct AvailabilityMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let state: ServerState
@@ -51,7 +52,7 @@ struct AvailabilityMiddleware: RouterMiddleware {
     }
 
     static func needsDatabase(_ path: String) -> Bool {
-        !["/healthz", "/readyz", "/metrics", "/admin/v1/openapi.json"].contains(path)
+        !["/healthz", "/readyz", "/admin/v1/openapi.json"].contains(path)
     }
 }
 

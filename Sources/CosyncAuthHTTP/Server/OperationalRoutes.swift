@@ -1,11 +1,10 @@
 import CosyncAuth
 import Hummingbird
-import Prometheus
 
-/// `/healthz`, `/readyz`, `/metrics` and the public per-app JWKS.
+/// `/healthz`, `/readyz` and the public per-app JWKS. (`/metrics` is served by the metrics listener
+/// only, never on the public port: `buildMetricsApplication`.)
 struct OperationalRoutes {
     let services: CosyncServices
-    let metrics: PrometheusCollectorRegistry?
 
     func register(on router: Router<ServerRequestContext>) {
         router.get("healthz") { _, _ in JSONBody.response(["status": .string("ok")]) }
@@ -13,12 +12,6 @@ struct OperationalRoutes {
             let readiness = await services.readiness()
             return JSONBody.response(
                 ["status": .string(readiness.rawValue)], status: readiness == .ready ? .ok : .serviceUnavailable)
-        }
-        router.get("metrics") { _, _ in
-            let text = metrics?.emitToString() ?? ""
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
         }
         router.get("apps/:appId/.well-known/jwks.json") { _, context in
             let appId = context.parameters.get("appId") ?? ""
