@@ -99,4 +99,99 @@ struct OpenAPITests {
         let properties = openAPIDocument()["components"]?["schemas"]?["AppInput"]?["properties"]?.objectValue ?? [:]
         #expect(Set(properties.keys) == Set(AppState.writableFields))
     }
+
+    /// The document's pattern for an operation's `cursor` query parameter.
+    static func cursorPattern(_ path: String) -> String {
+        let parameters = openAPIDocument()["paths"]?[path]?["get"]?["parameters"]?.arrayValue ?? []
+        return parameters.first { $0["name"] == .string("cursor") }?["schema"]?["pattern"]?.stringValue ?? ""
+    }
+
+    static func matches(_ text: String, _ pattern: String) -> Bool {
+        guard let regex = try? NSRegularExpression(pattern: pattern) else { return false }
+        return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    }
+
+    @Test("cursors: every nextCursor has the documented pattern, and any value of the pattern is a page")
+    func cursorPatterns() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let appId = try await api.createApp("Cursors \(UUID().uuidString.prefix(8))").string("appId")
+            for name in ["ann", "bob", "cy"] {
+                let r = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string("\(name)+c@x.io"), "password": .string("pw")]))
+                try #require(r.status == .created, "\(r.text)")
+                let i = try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object(["handle": .string("\(name)-inv@x.io")]))
+                try #require(i.status == .created, "\(i.text)")
+            }
+            for list in ["users", "invites", "logs", "messages"] {
+                let path = "/admin/v1/apps/{appId}/\(list)"
+                let pattern = Self.cursorPattern(path)
+                #expect(!pattern.isEmpty, "\(path) documents its cursor's form")
+                var cursor: String? = nil
+                var pages = 0
+                repeat {
+                    let reply = try await api.call(.get, "/admin/v1/apps/\(appId)/\(list)?limit=1" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                    try #require(reply.status == .ok, "\(list) \(cursor ?? "-"): \(reply.status) \(reply.text)")
+                    cursor = reply.object["nextCursor"]?.stringValue
+                    if let cursor { #expect(Self.matches(cursor, pattern), "\(list): issued \(cursor), documented \(pattern)") }
+                    pages += 1
+                } while cursor != nil && pages < 20
+                #expect(pages >= 3, "\(list): \(pages) pages")
+            }
+            // Made-up values of the documented forms are positions, not errors.
+            for (list, cursor) in [("users", "AAAA"), ("users", "_-_"), ("invites", "-5_00000000-0000-0000-0000-00000000000A"),
+                                   ("signups", "123_0123abcd-0000-0000-0000-000000000000"), ("logs", "000000000000000001"), ("apps", "1")] {
+                let path = list == "apps" ? "/admin/v1/apps" : "/admin/v1/apps/{appId}/\(list)"
+                #expect(Self.matches(cursor, Self.cursorPattern(path)), "\(list) \(cursor)")
+                let reply = try await api.call(.get, path.replacingOccurrences(of: "{appId}", with: appId) + "?cursor=\(cursor)")
+                #expect(reply.status == .ok, "\(list) \(cursor): \(reply.status) \(reply.text)")
+            }
+        }
+    }
+
+    @Test("a rule of the app's stored settings is a documented 409, not a 422; a template without subject takes the built-in one")
+    func storedStateRules() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let appId = try await api.createApp("State \(UUID().uuidString.prefix(8))", settings: [
+                "passwordFilter": .bool(true), "passwordMinLength": .int(10), "metaDataInvite": .array([
+                    .object(["path": .string("team"), "fieldName": .string("team"), "required": .bool(true)]),
+                ]),
+            ]).string("appId")
+            let locale = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object([
+                "handle": .string("l@x.io"), "password": .string("long enough pw"), "locale": .string("fr"),
+            ]))
+            #expect(locale.status == .conflict && locale.errorField == "locale", "\(locale.status) \(locale.text)")
+            let malformed = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object([
+                "handle": .string("l@x.io"), "password": .string("long enough pw"), "locale": .string("fra"),
+            ]))
+            #expect(malformed.status == .unprocessableContent && malformed.errorField == "locale", "\(malformed.status) \(malformed.text)")
+            let policy = try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string("p@x.io"), "password": .string("short")]))
+            #expect(policy.status == .conflict && policy.errorCode == "password_policy", "\(policy.status) \(policy.text)")
+            let invite = try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object(["handle": .string("i@x.io"), "metaData": .object([:])]))
+            #expect(invite.status == .conflict && invite.errorField == "metaData", "\(invite.status) \(invite.text)")
+            let inviteLocale = try await api.call(.post, "/admin/v1/apps/\(appId)/invites", json: .object([
+                "handle": .string("i@x.io"), "locale": .string("DE"), "metaData": .object(["team": .string("a")]),
+            ]))
+            #expect(inviteLocale.status == .conflict && inviteLocale.errorField == "locale", "\(inviteLocale.status) \(inviteLocale.text)")
+            for status in ["409", "422"] {
+                for path in ["/admin/v1/apps/{appId}/users", "/admin/v1/apps/{appId}/invites"] {
+                    #expect(openAPIDocument()["paths"]?[path]?["post"]?["responses"]?[status] != nil, "\(path) documents \(status)")
+                }
+            }
+            let template = try await api.call(.put, "/admin/v1/apps/\(appId)/email-templates/signUp/EN", json: .object(["html": .string("<p>%CODE%</p>")]))
+            #expect(template.status == .ok && template.object["subject"] == .string(EmailTemplate.builtIn("signUp")?.subject ?? "?"), "\(template.text)")
+            let sms = try await api.call(.put, "/admin/v1/apps/\(appId)/email-templates/sms/EN", json: .object(["html": .string("%CODE%")]))
+            #expect(sms.status == .ok && sms.object["subject"] == .string(""), "\(sms.text)")
+        }
+    }
+
+    @Test("links lead from each list of a user's sessions, identities and passkeys to the item's own route")
+    func itemLinks() {
+        let paths = openAPIDocument()["paths"]?.objectValue ?? [:]
+        for (kind, id) in [("sessions", "sessionId"), ("identities", "identityId"), ("passkeys", "passkeyId")] {
+            let list = paths["/admin/v1/apps/{appId}/users/{userId}/\(kind)"]?["get"]?["responses"]?["200"]?["links"]?.objectValue ?? [:]
+            let target = "delete_admin_v1_apps_by_appId_users_by_userId_\(kind)_by_\(id)"
+            #expect(list[target]?["parameters"]?[id] == .string("$response.body#/\(kind)/0/\(id)"), "\(kind): \(list.keys.sorted())")
+        }
+        let attempts = paths["/admin/v1/apps/{appId}/webhooks/{webhookId}/attempts"]?["get"]?["responses"]?["200"]?["links"]?.objectValue ?? [:]
+        #expect(attempts.values.contains { $0["parameters"]?["messageId"] == .string("$response.body#/attempts/0/messageId") })
+    }
 }

@@ -334,39 +334,80 @@ public struct AppAdministration: Sendable {
     }
 }
 
-/// Opaque keyset cursors: base64url of the last row's sort key.
+/// Keyset cursors: the last row's sort key, in a form the OpenAPI document states exactly (its
+/// `cursor` patterns), and every value of that form is a valid position (a made-up one only moves
+/// where the page starts, within what the caller may list anyway):
+/// - a row id (apps, messages, logs, webhook attempts): 1-18 ASCII digits;
+/// - a text (users: the last lower-cased handle): base64url of its UTF-8, without padding; any
+///   base64url text decodes (leftover bits are dropped, invalid UTF-8 becomes U+FFFD, NUL is removed);
+/// - a time and an id (signups, invites): `<microseconds since 1970>_<uuid>`, the time clamped to the
+///   dates PostgreSQL stores.
 public enum Cursor {
-    public static func encode(_ id: Int64) -> String { Base64URL.encode(Array("i:\(id)".utf8)) }
+    public static func encode(_ id: Int64) -> String { String(id) }
     public static func decodeInt(_ text: String) -> Int64? {
-        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("i:") else {
-            return nil
-        }
-        return Int64(s.dropFirst(2))
+        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int64(text)
     }
-    public static func encode(text: String) -> String { Base64URL.encode(Array("s:\(text)".utf8)) }
+    public static func encode(text: String) -> String { Base64URL.encode(Array(text.utf8)) }
 
-    static let invalid = AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issued")
+    static let invalid = AdminFailure.badRequest(code: "invalid_cursor", message: "cursor is not one this server issues")
 
-    /// The id of an optional cursor; a cursor this server did not issue is a 400.
+    /// The id of an optional cursor; another form is a 400.
     static func intOrNil(_ text: String?) throws -> Int64? {
         guard let text else { return nil }
         guard let id = decodeInt(text) else { throw invalid }
         return id
     }
 
-    /// The text of an optional cursor; a cursor this server did not issue is a 400.
+    /// The text of an optional cursor; another form is a 400.
     static func textOrNil(_ text: String?) throws -> String? {
         guard let text else { return nil }
         guard let value = decodeText(text) else { throw invalid }
         return value
     }
+
+    /// Base64url without padding, every value decoding: 6 bits a character, whole bytes kept.
     public static func decodeText(_ text: String) -> String? {
-        // A control character (NUL above all, which PostgreSQL cannot hold) is never in a cursor we issue.
-        guard let data = Base64URL.decodeLenient(text), let s = String(data: data, encoding: .utf8), s.hasPrefix("s:"),
-            !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
-            return nil
+        var bytes: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for c in text.utf8 {
+            let value: UInt8
+            switch c {
+            case 0x41...0x5A: value = c - 0x41
+            case 0x61...0x7A: value = c - 0x61 + 26
+            case 0x30...0x39: value = c - 0x30 + 52
+            case 0x2D: value = 62
+            case 0x5F: value = 63
+            default: return nil
+            }
+            buffer = (buffer << 6) | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8((buffer >> UInt32(bits)) & 0xFF))
+            }
+            buffer &= (1 << UInt32(bits)) - 1
         }
-        return String(s.dropFirst(2))
+        // PostgreSQL text cannot hold U+0000; any other character is a position like another.
+        return String(String(decoding: bytes, as: UTF8.self).unicodeScalars.filter { $0 != "\u{0}" }.map(Character.init))
+    }
+
+    /// `<microseconds>_<uuid>`: the position of a row by creation time and id.
+    public static func encode(micros: Int64, id: UUID) -> String { "\(micros)_\(id.uuidString.lowercased())" }
+
+    /// The time and id of an optional time cursor; another form is a 400. A time outside the dates
+    /// PostgreSQL stores is clamped to the nearest one (the page is then empty or starts at the newest).
+    static func timeOrNil(_ text: String?) throws -> (Date, UUID)? {
+        guard let text else { return nil }
+        let parts = text.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 2, let sign = parts[0].utf8.first else { throw invalid }
+        let digits = sign == UInt8(ascii: "-") ? parts[0].dropFirst() : parts[0]
+        guard (1...18).contains(digits.utf8.count), digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            let micros = Int64(parts[0]), parts[1].utf8.count == 36, let id = UUID(uuidString: String(parts[1]))
+        else { throw invalid }
+        let range = Date.storableRange
+        let date = min(max(Date(timeIntervalSince1970: Double(micros) / 1_000_000), range.lowerBound), range.upperBound)
+        return (date, id)
     }
 }

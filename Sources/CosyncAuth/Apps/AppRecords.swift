@@ -19,19 +19,13 @@ public struct AppRecords: Sendable {
 
     public func pending(_ kind: AppRecordStore.Kind, appId: String, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.PendingRecord> {
         let app = try await apps.row(appId: appId)
-        let before = try Cursor.textOrNil(cursor).map { raw -> (Date, UUID) in
-            guard let bar = raw.firstIndex(of: "|"), let micros = Int64(raw[..<bar]),
-                let id = UUID(uuidString: String(raw[raw.index(after: bar)...])),
-                let date = Date.storable(secondsSince1970: Double(micros) / 1_000_000)
-            else { throw Cursor.invalid }
-            return (date, id)
-        }
+        let before = try Cursor.timeOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AppRecordStore.listPending(db, kind: kind, appRef: app.ref, before: before, limit: limit + 1, logger: logger)
         }
         let page = Array(rows.prefix(limit))
         let next = rows.count > limit ? page.last.map { last in
-            Cursor.encode(text: "\(Int64((last.createdAt.timeIntervalSince1970 * 1_000_000).rounded()))|\(last.id.uuidString)")
+            Cursor.encode(micros: Int64((last.createdAt.timeIntervalSince1970 * 1_000_000).rounded()), id: last.id)
         } : nil
         return Page(items: page, nextCursor: next)
     }

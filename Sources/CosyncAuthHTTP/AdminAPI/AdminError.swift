@@ -23,11 +23,60 @@ struct AdminError: HTTPResponseError {
         switch failure {
         case .notFound(let what): AdminError(status: .notFound, code: "not_found", message: "\(what) not found")
         case .invalid(let field):
-            AdminError(status: .unprocessableContent, code: field.code, message: "\(field.field) \(field.message)", field: field.field)
+            // The app's password policy is stored state: a well-formed password that it refuses conflicts with it.
+            AdminError(status: field.code == "password_policy" ? .conflict : .unprocessableContent, code: field.code,
+                       message: "\(field.field) \(field.message)", field: field.field)
         case .badRequest(let code, let message): AdminError(status: .badRequest, code: code, message: message)
         case .conflict(let code, let message): AdminError(status: .conflict, code: code, message: message)
         }
     }
+}
+
+/// A field rule that a JSON Schema cannot state because it depends on something stored (the app's
+/// settings, the user's handle) or on a third party (a provider token's signature): a well-formed value
+/// that it refuses is answered `status` (409 conflict with the stored state, 403 a refused credential)
+/// instead of 422, so that "schema-valid" keeps meaning "accepted or refused for a documented reason".
+struct StateRule {
+    let field: String
+    let codes: Set<String>
+    let status: HTTPResponse.Status
+    /// Whether the request's value is well-formed (a 422 stays a 422 for a malformed one).
+    let wellFormed: @Sendable () -> Bool
+
+    init(_ field: String, _ codes: Set<String>, _ status: HTTPResponse.Status = .conflict, when wellFormed: @escaping @Sendable () -> Bool = { true }) {
+        self.field = field
+        self.codes = codes
+        self.status = status
+        self.wellFormed = wellFormed
+    }
+
+    /// Runs `body`; a field failure matching one of `rules` becomes that rule's status (same code and field).
+    static func applying<T>(_ rules: [StateRule], _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch AdminFailure.invalid(let field) {
+            guard let rule = rules.first(where: { $0.field == field.field && $0.codes.contains(field.code) && $0.wellFormed() }) else {
+                throw AdminFailure.invalid(field)
+            }
+            throw AdminError(status: rule.status, code: field.code, message: "\(field.field) \(field.message)", field: field.field)
+        }
+    }
+
+    /// `locale` is two ASCII letters (the document's pattern) but not one of the app's locales.
+    static func appLocale(_ input: [String: JSONValue]) -> StateRule {
+        let value = input["locale"]?.stringValue
+        return StateRule("locale", ["invalid_value"]) {
+            guard let value else { return false }
+            return value.utf8.count == 2 && value.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        }
+    }
+
+    /// A provider sign-in that the app is not set up for (409), or a provider token that does not
+    /// verify, carries no verified e-mail or another one (403).
+    static let provider: [StateRule] = [
+        StateRule("provider", ["not_configured"]),
+        StateRule("idToken", ["invalid_token", "email_missing", "email_mismatch"], .forbidden),
+    ]
 }
 
 /// Maps every error thrown below it on the admin routes to the admin error shape.

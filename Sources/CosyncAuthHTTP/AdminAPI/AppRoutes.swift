@@ -48,7 +48,12 @@ struct AppRoutes {
         if case .appDeveloper = principal, patch["status"] != nil {
             throw AdminError(status: .forbidden, code: "forbidden", message: "only the operator can change status", field: "status")
         }
-        let view = try await services.apps.update(appId: appId, patch: patch, actor: principal.auditName)
+        // `attestation: required` needs trust anchors; when the request does not give both, the stored
+        // settings decide, and a refusal conflicts with them.
+        let intrinsic = patch["attestation"]?.stringValue == "required" && patch["trustAnchors"]?.arrayValue?.isEmpty == true
+        let view = try await StateRule.applying([StateRule("attestation", ["trust_anchors_required"]) { !intrinsic }]) {
+            try await services.apps.update(appId: appId, patch: patch, actor: principal.auditName)
+        }
         return JSONBody.response(try view.json())
     }
 

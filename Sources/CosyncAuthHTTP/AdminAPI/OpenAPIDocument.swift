@@ -136,7 +136,19 @@ enum OpenAPIDocument {
         return .object(schema)
     }
     static func list(_ key: String, _ item: String) -> JSONValue {
-        object([key: type("array", ["items": ref(item)]), "nextCursor": nullable("string")], required: [key, "nextCursor"])
+        let next: JSONValue = key == "webhooks" ? type("null") : nullable("string", ["pattern": .string(cursorPattern(key))])
+        return object([key: type("array", ["items": ref(item)]), "nextCursor": next], required: [key, "nextCursor"])
+    }
+
+    /// The keyset cursors (`Cursor` in CosyncAuth), by list: every value of the pattern is a position the
+    /// server accepts, and every nextCursor it issues has it. Empty: the first page.
+    static func cursorPattern(_ list: String) -> String {
+        switch list {
+        case "users": "^[A-Za-z0-9_-]*$"  // base64url of the last handle's UTF-8, no padding
+        case "signups", "invites":  // <microseconds since 1970>_<uuid>
+            "^(-?[0-9]{1,18}_[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})?$"
+        default: "^([0-9]{1,18})?$"  // the last row's id
+        }
     }
     static func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
     static func enumeration(_ values: [String]) -> JSONValue { type("string", ["enum": strings(values)]) }
@@ -176,6 +188,17 @@ enum OpenAPIDocument {
     static let dateTime = type("string", ["format": .string("date-time")])
     static let appIdSchema = type("string", ["pattern": .string("^[0-9a-f]{32}$")])
     static let uuid = type("string", ["format": .string("uuid")])
+
+    /// `attestation: required` with an empty `trustAnchors`, or (in a create) without it, is refused.
+    static func attestationRule(_ schema: JSONValue, create: Bool) -> JSONValue {
+        guard var object = schema.objectValue else { return schema }
+        object["if"] = .object(["properties": .object(["attestation": .object(["const": .string("required")])]),
+                                "required": strings(["attestation"])])
+        var then: [String: JSONValue] = ["properties": .object(["trustAnchors": .object(["minItems": .int(1)])])]
+        if create { then["required"] = strings(["trustAnchors"]) }
+        object["then"] = .object(then)
+        return .object(object)
+    }
 
     static func metaDataField(canEdit: Bool) -> JSONValue {
         var properties: [String: JSONValue] = [
@@ -310,7 +333,9 @@ enum OpenAPIDocument {
             "senderHandle": type("string"), "metaData": ref("AnyJSON"), "expiresAt": dateTime, "createdAt": dateTime,
         ]
         let templateInput: [String: JSONValue] = [
-            "subject": text(max: 500), "html": text(max: 100_000), "text": text(max: 100_000),
+            "subject": text(max: 500, pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$").objectValue.map {
+                JSONValue.object($0.merging(["description": .string("one line; absent: the built-in template's subject")]) { a, _ in a })
+            } ?? type("string"), "html": text(max: 100_000), "text": text(max: 100_000),
             "replyTo": text(max: 254, pattern: emailPattern), "localeLinkText": text(max: 200),
         ]
         var templateView = Dictionary(uniqueKeysWithValues: templateInput.keys.map { ($0, type("string")) })
@@ -325,9 +350,14 @@ enum OpenAPIDocument {
         } ?? type("string")
         let eventTypes = EventType.allCases.map(\.rawValue)
         let webhookInput: [String: JSONValue] = [
-            "url": text(max: WebhookURLGuard.maxLength, min: 1, pattern: noNUL).objectValue.map {
-                JSONValue.object($0.merging(["description": .string("https URL whose host resolves only to public addresses (the SSRF rule)")]) { a, _ in a })
-            } ?? type("string"),
+            "url": type("string", [
+                "format": .string("webhook-url"), "minLength": .int(1), "maxLength": .int(WebhookURLGuard.maxLength),
+                "description": .string("""
+                    format webhook-url: an absolute https URL (RFC 3986; http only where the operator allows it), ASCII without \
+                    spaces or control characters, no user or password, no fragment, a port from 1 to 65535, whose host resolves, \
+                    when the endpoint is saved and before every delivery, only to public addresses (the SSRF rule)
+                    """),
+            ]),
             "eventTypes": type("array", ["items": enumeration(eventTypes), "minItems": .int(1), "maxItems": .int(eventTypes.count),
                                          "uniqueItems": .bool(true)]),
             "description": text(max: 500),
@@ -347,9 +377,11 @@ enum OpenAPIDocument {
                 type("array", ["items": ref("AnyJSON")]),
                 type("object", ["additionalProperties": ref("AnyJSON"), "propertyNames": .object(["pattern": .string(noNUL)])]),
             ]), "description": .string("any JSON value without U+0000 in a key or string")]),
-            "AppInput": object(settingSchemas),
-            "AppCreateInput": object(settingSchemas.merging(["product": enumeration(AppProduct.allCases.map(\.rawValue))]) { a, _ in a },
-                                     required: ["name"]),
+            // `attestation: required` needs trust anchors: in a create, in the same request; in a patch,
+            // given with it or already stored (else 409 trust_anchors_required).
+            "AppInput": attestationRule(object(settingSchemas), create: false),
+            "AppCreateInput": attestationRule(object(settingSchemas.merging(["product": enumeration(AppProduct.allCases.map(\.rawValue))]) { a, _ in a },
+                                                     required: ["name"]), create: true),
             "App": object(readable, required: Array(always)),
             "AppCreated": object(created, required: Array(always) + ["appToken", "appSecret", "rawPublicKey"]),
             "KeyRotation": object(keyRotation, required: Array(always) + ["previousKeyRetiresAt"]),
@@ -380,7 +412,14 @@ enum OpenAPIDocument {
                                         required: ["provider", "idToken"]),
             // Either handle and password, or provider and idToken (a mix is answered 422).
             "UpgradeInput": object(["handle": text(max: 254, pattern: emailHandlePattern), "password": password,
-                                    "provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)]),
+                                    "provider": enumeration(["apple", "google"]), "idToken": text(max: 16_384, min: 1)]).objectValue.map {
+                JSONValue.object($0.merging(["oneOf": .array([
+                    .object(["required": strings(["handle", "password"]),
+                             "not": .object(["anyOf": .array([.object(["required": strings(["provider"])]), .object(["required": strings(["idToken"])])])])]),
+                    .object(["required": strings(["provider", "idToken"]),
+                             "not": .object(["anyOf": .array([.object(["required": strings(["handle"])]), .object(["required": strings(["password"])])])])]),
+                ])]) { a, _ in a })
+            } ?? type("object"),
             "SessionList": object(["sessions": type("array", ["items": ref("Session")])], required: ["sessions"]),
             "SessionsRevoked": object(["revokedSessions": type("integer", ["minimum": .int(0)])], required: ["revokedSessions"]),
             "PendingRecord": object(pending, required: ["id", "handle", "status", "locale", "metaData", "expiresAt", "createdAt"]),
@@ -414,7 +453,10 @@ enum OpenAPIDocument {
                                      required: ["id", "messageId", "eventType", "attempt", "httpStatus", "error", "latencyMs", "createdAt"]),
             "WebhookAttemptList": list("attempts", "WebhookAttempt"),
             "WebhookMessageReplay": object(["messageId": type("string"), "status": enumeration(["pending"])], required: ["messageId", "status"]),
-            "WebhookReplayInput": object(["since": dateTime], required: ["since"]),
+            "WebhookReplayInput": object(["since": type("string", ["format": .string("date-time"), "maxLength": .int(64),
+                                                                   "pattern": .string("^(19[7-9][0-9]|[2-9][0-9]{3})-"),
+                                                                   "description": .string("from 1970 to 9999")])],
+                                         required: ["since"]),
             "WebhookReplay": object(["replayed": type("integer", ["minimum": .int(0)])], required: ["replayed"]),
             "JWKS": object(["keys": type("array", ["items": type("object", ["required": strings(["kid", "kty"])])])], required: ["keys"]),
             "Status": object(["status": type("string")], required: ["status"]),
@@ -435,16 +477,21 @@ enum OpenAPIDocument {
         return .object(["name": .string(name), "in": .string("path"), "required": .bool(true), "schema": schema])
     }
 
-    static func queryParameter(_ name: String) -> JSONValue {
+    static func queryParameter(_ name: String, of op: Operation) -> JSONValue {
         let schema: JSONValue = switch name {
         case "limit": type("integer", ["minimum": .int(1), "maximum": .int(200), "default": .int(50)])
         case "to": text(max: 254)
         case "deleteAccount": enumeration(["true", "false"])
-        case "cursor": type("string", ["description": .string("nextCursor of the previous page; any other value is a 400 invalid_cursor")])
+        case "cursor":
+            type("string", ["pattern": .string(cursorPattern(listName(op))),
+                            "description": .string("nextCursor of the previous page (a keyset position); another form is a 400 invalid_cursor")])
         default: text(max: 200)
         }
         return .object(["name": .string(name), "in": .string("query"), "required": .bool(false), "schema": schema])
     }
+
+    /// The list an operation pages through: the last word of its path (`apps`, `users`, `attempts`…).
+    static func listName(_ op: Operation) -> String { op.path.split(separator: "/").last.map(String.init) ?? "" }
 
     /// The error statuses an operation can answer, from what its handler does.
     static func errorStatuses(_ op: Operation) -> [String] {
@@ -453,7 +500,10 @@ enum OpenAPIDocument {
         if op.path.contains("{") { statuses.insert("404") }
         if !op.query.isEmpty { statuses.insert("400") }
         if op.body != nil { statuses.formUnion(["400", "413", "422"]) }
-        if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput"].contains(op.body ?? "") { statuses.insert("409") }
+        // 409: a clash with stored data, or a rule of the app's stored settings (its locales, password
+        // policy, invite fields, providers, attestation anchors).
+        if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput", "PasswordInput", "AppInput"]
+            .contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
         if op.path.hasSuffix("/passkey-reset") { statuses.insert("409") }  // not an AppKey app
@@ -505,6 +555,28 @@ enum OpenAPIDocument {
         case ("get", "\(apps)/webhooks"):
             result = targets(under: "\(apps)/webhooks/{webhookId}", with: ["appId", "webhookId"])
                 .map { link(to: $0, ["appId": "$request.path.appId", "webhookId": "$response.body#/webhooks/0/webhookId"]) }
+        case ("get", "\(apps)/users/{userId}/sessions"), ("get", "\(apps)/users/{userId}/identities"),
+             ("get", "\(apps)/users/{userId}/passkeys"):
+            // The first item's id reaches the item's own routes (ending a session, detaching an identity, removing a passkey).
+            let kind = op.path.split(separator: "/").last.map(String.init) ?? ""
+            let idName = ["sessions": "sessionId", "identities": "identityId", "passkeys": "passkeyId"][kind] ?? ""
+            result = targets(under: "\(op.path)/{\(idName)}", with: ["appId", "userId", idName]).map {
+                link(to: $0, ["appId": "$request.path.appId", "userId": "$request.path.userId", idName: "$response.body#/\(kind)/0/\(idName)"])
+            }
+        case ("post", "\(apps)/users/{userId}/identities"):
+            result = targets(under: "\(op.path)/{identityId}", with: ["appId", "userId", "identityId"]).map {
+                link(to: $0, ["appId": "$request.path.appId", "userId": "$request.path.userId", "identityId": "$response.body#/identityId"])
+            }
+        case ("post", "\(apps)/webhooks/{webhookId}/disable"):
+            // A disabled endpoint refuses replays (409) whatever the message.
+            result = targets(under: "\(apps)/webhooks/{webhookId}/", with: ["appId", "webhookId", "messageId"]).map {
+                link(to: $0, ["appId": "$request.path.appId", "webhookId": "$response.body#/webhookId"])
+            }
+        case ("get", "\(apps)/webhooks/{webhookId}/attempts"):
+            result = targets(under: "\(apps)/webhooks/{webhookId}/messages", with: ["appId", "webhookId", "messageId"]).map {
+                link(to: $0, ["appId": "$request.path.appId", "webhookId": "$request.path.webhookId",
+                              "messageId": "$response.body#/attempts/0/messageId"])
+            }
         default: break
         }
         return Dictionary(result, uniquingKeysWith: { a, _ in a })
@@ -520,7 +592,7 @@ enum OpenAPIDocument {
                 guard segment.hasPrefix("{"), segment.hasSuffix("}") else { return nil }
                 return pathParameter(String(segment.dropFirst().dropLast()))
             }
-            parameters += op.query.map(queryParameter)
+            parameters += op.query.map { queryParameter($0, of: op) }
             if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
             if let body = op.body {
                 operation["requestBody"] = .object(["required": .bool(!body.hasSuffix("RotationInput")),

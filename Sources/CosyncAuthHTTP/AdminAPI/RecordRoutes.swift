@@ -39,7 +39,11 @@ struct RecordRoutes {
     @Sendable func createInvite(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
-        let handle = try await services.flows.adminInvite(appId: appId, input: input, actor: principal.auditName)
+        // The app's locales and its required invite fields (metaDataInvite) are stored state.
+        let metaDataIsObject = input["metaData"]?.objectValue != nil
+        let handle = try await StateRule.applying([.appLocale(input), StateRule("metaData", ["invalid_value"]) { metaDataIsObject }]) {
+            try await services.flows.adminInvite(appId: appId, input: input, actor: principal.auditName)
+        }
         return JSONBody.response(["handle": .string(handle), "status": .string("pending")], status: .created)
     }
 
@@ -55,8 +59,13 @@ struct RecordRoutes {
 
     @Sendable func putTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
-        let input = try await JSONBody.object(request, context: context)
+        var input = try await JSONBody.object(request, context: context)
         let (name, locale) = templateKey(context)
+        // A template sent by e-mail without a subject gets the built-in template's (an sms or the
+        // clickThrough page has none of its own).
+        if input["subject"] == nil, name != "sms", name != "clickThrough", let builtIn = EmailTemplate.builtIn(name) {
+            input["subject"] = .string(builtIn.subject)
+        }
         let view = try await services.records.putTemplate(
             appId: appId, name: name, locale: locale, input: input, actor: principal.auditName)
         return JSONBody.response(view.json())

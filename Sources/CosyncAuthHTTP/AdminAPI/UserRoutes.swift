@@ -33,7 +33,9 @@ struct UserRoutes {
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
-        let user = try await services.users.create(appId: appId, input: input, actor: principal.auditName)
+        let user = try await StateRule.applying([.appLocale(input)]) {
+            try await services.users.create(appId: appId, input: input, actor: principal.auditName)
+        }
         return JSONBody.response(user.json(), status: .created)
     }
 
@@ -45,7 +47,9 @@ struct UserRoutes {
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let patch = try await JSONBody.object(request, context: context)
-        let user = try await services.users.update(appId: appId, userId: try userId(context), patch: patch, actor: principal.auditName)
+        let user = try await StateRule.applying([.appLocale(patch)]) {
+            try await services.users.update(appId: appId, userId: try userId(context), patch: patch, actor: principal.auditName)
+        }
         return JSONBody.response(user.json())
     }
 
@@ -129,8 +133,10 @@ struct IdentityRoutes {
     @Sendable func link(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
-        let identity = try await services.users.linkIdentity(
-            appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)
+        let userId = try context.pathParameter("userId", naming: "user")
+        let identity = try await StateRule.applying(StateRule.provider) {
+            try await services.users.linkIdentity(appId: appId, userId: userId, input: input, actor: principal.auditName)
+        }
         return JSONBody.response(identity.json(), status: .created)
     }
 
@@ -149,8 +155,10 @@ struct IdentityRoutes {
     @Sendable func upgrade(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let input = try await JSONBody.object(request, context: context)
-        let user = try await services.users.upgrade(
-            appId: appId, userId: try context.pathParameter("userId", naming: "user"), input: input, actor: principal.auditName)
+        let userId = try context.pathParameter("userId", naming: "user")
+        let user = try await StateRule.applying(StateRule.provider) {
+            try await services.users.upgrade(appId: appId, userId: userId, input: input, actor: principal.auditName)
+        }
         return JSONBody.response(user.json())
     }
 }
