@@ -5,6 +5,8 @@
 #   trace-test.sh    OTLP/HTTP JSON spans of a login; LOG_FORMAT=json logs
 #   dbdown-test.sh   PostgreSQL stopped under a running server: fast 503s, reconnect, SIGTERM exits 0
 #   webhook-kill-test.sh  a committed event survives SIGKILL: delivered after the restart, same webhook-id
+#   webhook-rebind-test.sh  DNS rebinding: a delivery connects to the address it checked, never to the
+#                    loopback address the name answers next (needs root: a mount namespace; else skipped)
 #   metrics-test.sh  /metrics only on the metrics listener (404 on the public port); off; bad ports refused
 # Each starts its own throwaway PostgreSQL and server on free ports and cleans up after itself.
 # Prints a summary; exits 1 when any test fails. Builds nothing.

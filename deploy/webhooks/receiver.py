@@ -10,7 +10,8 @@ through files in DIR, so the caller needs no HTTP client:
 - DIR/config.json (re-read on every request; write it atomically): {"secrets": ["whsec_..", ..],
   "fail": {"<webhook-id or event type>": N, ...}, "failAll": false}. A request is accepted when its
   signature verifies with at least one secret; `fail` answers 500 to the first N requests of that id
-  or type, `failAll` answers 500 to everything.
+  or type, `failAll` answers 500 to everything; `delayMs` holds every answer that long (a slow or,
+  with a large value, a hanging endpoint: the request is logged when it arrives).
 - DIR/received.jsonl: one JSON line per request: id, type, userId, timestamp, attempt (how many times
   this id arrived), verified (one boolean per configured secret), status (the answer), body.
 """
@@ -78,6 +79,9 @@ class Handler(BaseHTTPRequestHandler):
                       "attempt": attempt, "verified": verified, "status": status, "body": body}
             with open(os.path.join(DIR, "received.jsonl"), "a") as f:
                 f.write(json.dumps(record) + "\n")
+        delay = cfg.get("delayMs", 0)
+        if delay:
+            time.sleep(delay / 1000)
         self.send_response(status)
         self.send_header("content-length", "0")
         self.end_headers()
@@ -93,6 +97,7 @@ def orphan_watch(parent):
 
 def main():
     threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
+    ThreadingHTTPServer.daemon_threads = True  # a held answer never keeps the receiver alive
     server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
     port = server.server_address[1]
     with open(os.path.join(DIR, "port.tmp"), "w") as f:

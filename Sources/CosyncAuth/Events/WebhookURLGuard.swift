@@ -65,28 +65,65 @@ public struct WebhookURLGuard: Sendable {
         return !Self.blocked.contains(where: { $0.contains(address) })
     }
 
+    /// Whether `text`, one address of a DNS answer, may be reached. An IPv4-mapped IPv6 address
+    /// (`::ffff:0:0/96`) is refused whatever it maps to: no public host needs one, and a socket
+    /// connecting to it reaches the IPv4 address it carries.
+    func permits(resolved text: String) -> Bool {
+        guard !Self.isIPv4Mapped(text), let address = IPNetwork.Address(text) else { return false }
+        return permits(address)
+    }
+
+    static func isIPv4Mapped(_ text: String) -> Bool {
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        return bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+    }
+
     /// The full check: syntax, then every resolved address. Returns nil when the URL may be used.
     public func check(_ text: String) async -> Refusal? {
-        let host: String
-        switch checkSyntax(text) {
+        switch await route(text) {
         case .failure(let refusal): return refusal
-        case .success(let parsed): host = parsed.host
+        case .success: return nil
         }
+    }
+
+    /// Where a delivery to a checked URL connects: `address`, one of the addresses its host resolved to
+    /// (all of them checked). `pinnedHost` is the URL's host as the HTTP client reads it, when that is a
+    /// name: the client must connect to `address` for it instead of resolving it again.
+    public struct Route: Sendable, Equatable {
+        public let pinnedHost: String?
+        public let address: String
+    }
+
+    /// The check of a delivery: syntax, then one resolution of the host as the HTTP client reads it from
+    /// the URL, every address checked, and the first one chosen (getaddrinfo's order) to connect to.
+    public func route(_ text: String) async -> Result<Route, Refusal> {
+        switch checkSyntax(text) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success: break
+        }
+        // AsyncHTTPClient takes the host from Foundation's URL (brackets of an IPv6 literal removed): the
+        // name resolved here is the very name the client would otherwise resolve.
+        guard let written = URL(string: text)?.host, !written.isEmpty else {
+            return .failure(Refusal(code: "invalid_url", message: "url must name a host"))
+        }
+        let host = written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written
+        let forbidden = Refusal(
+            code: "forbidden_address", message: "the url's host resolves to a private, loopback, link-local or reserved address")
+        if IPNetwork.Address(host) != nil {
+            return permits(resolved: host) ? .success(Route(pinnedHost: nil, address: host)) : .failure(forbidden)
+        }
+        let unresolvable = Refusal(code: "unresolvable_host", message: "the url's host does not resolve")
         let addresses: [String]
         do {
             addresses = try await withDeadline(.seconds(5)) { try await Self.resolve(host) }
         } catch {
-            return Refusal(code: "unresolvable_host", message: "the url's host does not resolve")
+            return .failure(unresolvable)
         }
-        guard !addresses.isEmpty else { return Refusal(code: "unresolvable_host", message: "the url's host does not resolve") }
-        for text in addresses {
-            guard let address = IPNetwork.Address(text), permits(address) else {
-                return Refusal(
-                    code: "forbidden_address",
-                    message: "the url's host resolves to a private, loopback, link-local or reserved address")
-            }
-        }
-        return nil
+        guard let first = addresses.first else { return .failure(unresolvable) }
+        for address in addresses where !permits(resolved: address) { return .failure(forbidden) }
+        return .success(Route(pinnedHost: host, address: first))
     }
 
     struct ResolveFailure: Error {}

@@ -13,18 +13,24 @@ import ServiceLifecycle
 ///    (`FOR UPDATE SKIP LOCKED`) whose endpoint is enabled and that no earlier undelivered event of the
 ///    same user on the same endpoint holds back; they become `sending`, their attempt is counted and
 ///    `next_attempt` moves forward by the lease;
-/// 2. **send**: the signed POSTs of the batch, at once, outside any transaction, each under
-///    `settings.timeout`;
-/// 3. **mark**: the delivered ones in one statement (with their attempt-log rows); each failed one back
-///    to `pending` after the next wait of the retry schedule (with jitter), or `dead` once the schedule
-///    is used up. Every attempt is logged in `webhook_attempts`.
+/// 2. **send**: the signed POSTs of the batch, outside any transaction, each under `settings.timeout`:
+///    the endpoints of the batch side by side, each endpoint's deliveries `sendConcurrency` at a time;
+///    each POST goes to an address the SSRF guard checked just before (`WebhookConnector`);
+/// 3. **mark**: each delivery as soon as its POST has finished, on its own: delivered (one statement,
+///    with its attempt-log row), or back to `pending` after the next wait of the retry schedule (with
+///    jitter), or `dead` once the schedule is used up. Every attempt is logged in `webhook_attempts`.
 ///
 /// Batches exist for the cost under load: a login that writes one event for two endpoints should cost
-/// its node next to nothing beyond the bcrypt hash (`deploy/bench/webhooks.sh` measures it). One claim
-/// and one mark statement per batch replace one claim and a five-statement transaction per delivery.
+/// its node next to nothing beyond the bcrypt hash (`deploy/bench/webhooks.sh` measures it): one claim
+/// statement per batch, and one mark statement per delivered message.
 ///
-/// A node that dies between 1 and 3 leaves the delivery `sending`; once its lease runs out another
-/// worker sends it again with the same `webhook-id`, so receivers can drop the duplicate.
+/// Marks are per delivery so that nothing one endpoint (or tenant) does reaches another's: a slow or
+/// hanging endpoint does not hold back the marks of the batch's other deliveries (and with them the
+/// next events of their users), and an endpoint deleted while its POST is in flight only makes its own
+/// mark find nothing.
+///
+/// A node that dies between 1 and 3 leaves the delivery `sending`; once its lease (`leaseSeconds`) runs
+/// out another worker sends it again with the same `webhook-id`, so receivers can drop the duplicate.
 public struct WebhookWorker: Service {
     let client: PostgresClient
     let box: SecretBox
@@ -54,16 +60,6 @@ public struct WebhookWorker: Service {
         self.leaseSeconds = waves * Int(settings.timeout.components.seconds) + 30
         self.batchTimeLimit = settings.timeout * waves + .seconds(5)
     }
-
-    /// One HTTP client for every webhook: redirects are not followed (a redirect could lead past the
-    /// address check), and it lives as long as the process.
-    static let http: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
-        configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
 
     public func run() async throws {
         // Lane 0 always polls; the others join while claims come back full (a backlog) or while lane 0
@@ -142,26 +138,48 @@ public struct WebhookWorker: Service {
         let roundFailures: Int
         let secret: Data
         let previousSecret: Data?
+        /// The endpoint's last attempt had failed when this was claimed.
+        let endpointFailing: Bool
     }
 
     /// Step 1. An earlier delivery of the same user to the same endpoint that is still pending or being
     /// sent holds this one back (the per-user order; within one batch too, since the check reads the
     /// statement's snapshot, where the earlier one is still pending); a dead one does not.
     ///
-    /// Fairness: an app that has `lanes - 1` full batches of deliveries in flight (counted across all
-    /// nodes) gets none claimed until some finish, so a tenant with slow endpoints cannot take every
-    /// lane; and a batch's sends run side by side (`sendConcurrency` at a time), so other tenants'
-    /// deliveries in the same batch are not held up behind a slow one. A suspended app's deliveries wait.
+    /// Fairness: an app that has `lanes - 1` full batches of deliveries to its healthy endpoints in
+    /// flight (counted across all nodes) gets none claimed for them until some finish, so a tenant with
+    /// slow endpoints cannot take every lane; and a batch's endpoints are sent to side by side, so other
+    /// endpoints' deliveries in the same batch are not held up behind a slow one. A suspended app's
+    /// deliveries wait.
+    ///
+    /// A failing endpoint (its last attempt failed: `consecutive_failures > 0`) does not count against
+    /// its app's slots, and gets deliveries claimed only while none of its own is in flight; `deliver`
+    /// then sends the first alone and puts the others back if it fails. So a dead endpoint, however long
+    /// its backlog, holds one POST in flight across all nodes and none of its app's slots; its first
+    /// success makes it healthy again.
+    ///
+    /// What is in flight is counted once per statement: deliveries `sending` under a lease that has not
+    /// run out (a lease ends at most `leaseSeconds` from now, which keeps the scan off the far future).
     func claim(limit: Int) async throws -> [Claimed] {
         // Counted in deliveries: `lanes - 1` full batches.
         let perAppInFlight = max(1, lanes - 1) * batchSize
         let rows = try await client.query(
             """
-            WITH due AS (
+            WITH in_flight AS MATERIALIZED (
+                SELECT s.endpoint_id, count(*) AS n FROM webhook_deliveries s
+                WHERE s.status = 'sending' AND s.next_attempt > now()
+                  AND s.next_attempt <= now() + make_interval(secs => \(leaseSeconds)::int)
+                GROUP BY s.endpoint_id
+            ), app_load AS MATERIALIZED (
+                SELECT w.app_ref, sum(f.n) AS n FROM in_flight f JOIN webhook_endpoints w ON w.id = f.endpoint_id
+                WHERE w.consecutive_failures = 0 GROUP BY w.app_ref
+            ), due AS (
                 SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_ref
                 WHERE d.status IN ('pending', 'sending') AND d.next_attempt <= now() AND w.enabled AND a.status = 'active'
-                  AND (SELECT count(*) FROM webhook_deliveries s JOIN webhook_endpoints sw ON sw.id = s.endpoint_id
-                       WHERE sw.app_ref = w.app_ref AND s.status = 'sending' AND s.next_attempt > now()) < \(perAppInFlight)
+                  AND CASE WHEN w.consecutive_failures = 0
+                      THEN coalesce((SELECT l.n FROM app_load l WHERE l.app_ref = w.app_ref), 0) < \(perAppInFlight)
+                      ELSE NOT EXISTS (SELECT 1 FROM in_flight f WHERE f.endpoint_id = d.endpoint_id)
+                  END
                   AND NOT EXISTS (
                       SELECT 1 FROM webhook_deliveries p
                       WHERE d.user_id IS NOT NULL AND p.endpoint_id = d.endpoint_id AND p.user_id = d.user_id
@@ -174,13 +192,13 @@ public struct WebhookWorker: Service {
             FROM due, webhook_endpoints w, events e, apps a
             WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_ref AND a.id = w.app_ref
             RETURNING d.id, w.id, a.id, a.app_id, w.url, e.event_id, e.type, e.body, d.attempts, d.round_failures, w.secret_sealed,
-                      CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END
+                      CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END, w.consecutive_failures > 0
             """, logger: logger)
         var claimed: [Claimed] = []
-        for try await c in rows.decode((Int64, UUID, Int64, String, String, UUID, String, String, Int, Int, Data, Data?).self) {
+        for try await c in rows.decode((Int64, UUID, Int64, String, String, UUID, String, String, Int, Int, Data, Data?, Bool).self) {
             claimed.append(Claimed(
                 delivery: c.0, endpoint: c.1, appRef: c.2, appId: c.3, url: c.4, event: c.5, type: c.6, body: c.7, attempt: c.8,
-                roundFailures: c.9, secret: c.10, previousSecret: c.11))
+                roundFailures: c.9, secret: c.10, previousSecret: c.11, endpointFailing: c.12))
         }
         // The statement's order is not the claim order; the per-user order only needs the ids.
         return claimed.sorted { $0.delivery < $1.delivery }
@@ -203,56 +221,103 @@ public struct WebhookWorker: Service {
         let latency: Int
     }
 
-    /// Steps 2 and 3 for a batch: the sends run at once; then one statement marks the delivered ones
-    /// and each failure is marked on its own (it may disable its endpoint).
+    /// Steps 2 and 3 for a batch: the batch's endpoints side by side, each endpoint's deliveries
+    /// `sendConcurrency` at a time (claim order), each one marked as soon as its POST has finished.
+    /// Throws the first error of a mark, once every delivery of the batch is done.
     func deliver(_ batch: [Claimed]) async throws {
-        let sent = await withTaskGroup(of: Sent.self, returning: [Sent].self) { group in
-            @Sendable func timed(_ claimed: Claimed) async -> Sent {
-                let started = ContinuousClock.now
-                let outcome = await send(claimed)
-                let elapsed = ContinuousClock.now - started
-                return Sent(claimed: claimed, outcome: outcome, latency: Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max))))
-            }
-            var pending = batch[...]
-            var inFlight = 0
-            var all: [Sent] = []
-            // At most `sendConcurrency` sends at a time: one finishing starts the next.
-            while true {
-                while inFlight < Self.sendConcurrency, let next = pending.popFirst() {
-                    group.addTask { await timed(next) }
-                    inFlight += 1
-                }
-                guard let one = await group.next() else { break }
-                inFlight -= 1
-                all.append(one)
-            }
-            return all
+        var queues: [UUID: [Claimed]] = [:]
+        var endpoints: [UUID] = []
+        for claimed in batch {
+            if queues[claimed.endpoint] == nil { endpoints.append(claimed.endpoint) }
+            queues[claimed.endpoint, default: []].append(claimed)
         }
-        var firstError: (any Error)?
-        let delivered = sent.filter { $0.outcome.success }
-        if !delivered.isEmpty {
-            do {
-                try await markDelivered(delivered)
-            } catch {
-                // They stay `sending` until their lease runs out; then they are sent again, same webhook-id.
-                logger.error(
-                    "could not record webhook deliveries",
-                    metadata: ["count": "\(delivered.count)", "error": "\(describeForOperator(error))"])
-                firstError = error
+        let firstError = await withTaskGroup(of: (any Error)?.self, returning: (any Error)?.self) { group in
+            for endpoint in endpoints {
+                let queue = queues[endpoint] ?? []
+                group.addTask { await deliver(toOneEndpoint: queue) }
             }
-        }
-        for failed in sent where !failed.outcome.success {
-            do {
-                try await markFailed(failed.claimed, outcome: failed.outcome, latency: failed.latency)
-            } catch {
-                logger.error(
-                    "could not record a webhook attempt",
-                    metadata: ["app": "\(failed.claimed.appId)", "webhook": "\(failed.claimed.endpoint)",
-                               "error": "\(describeForOperator(error))"])
-                firstError = firstError ?? error
-            }
+            var first: (any Error)?
+            for await error in group { first = first ?? error }
+            return first
         }
         if let firstError { throw firstError }
+    }
+
+    /// The deliveries of one endpoint: at most `sendConcurrency` POSTs at a time, one finishing starts
+    /// the next. A failing endpoint's first delivery goes alone, as a probe. Once a POST fails without
+    /// an answer (refused, reset, timed out), or a probe fails, the deliveries not yet started are put
+    /// back as they were claimed (no attempt counted), so a dead endpoint costs one POST per batch.
+    func deliver(toOneEndpoint queue: [Claimed]) async -> (any Error)? {
+        var pending = queue[...]
+        if queue.first?.endpointFailing == true, let probe = pending.popFirst() {
+            let (outcome, error) = await sendAndMark(probe)
+            if !outcome.success {
+                return await putBack(Array(pending)) ?? error
+            }
+            if let error { return await putBack(Array(pending)) ?? error }
+        }
+        return await withTaskGroup(of: (Outcome, (any Error)?).self, returning: (any Error)?.self) { group in
+            var inFlight = 0
+            var stopped = false
+            var first: (any Error)?
+            while true {
+                while !stopped, inFlight < Self.sendConcurrency, let next = pending.popFirst() {
+                    group.addTask { await sendAndMark(next) }
+                    inFlight += 1
+                }
+                guard let (outcome, error) = await group.next() else { break }
+                inFlight -= 1
+                first = first ?? error
+                if outcome.status == nil, !outcome.success { stopped = true }
+            }
+            if !pending.isEmpty, let error = await putBack(Array(pending)) { first = first ?? error }
+            return first
+        }
+    }
+
+    /// Claimed deliveries that were not sent go back to `pending`, due now, their claim's attempt not
+    /// counted. Those no longer this claim's (a lease that ran out) are left alone.
+    func putBack(_ claimed: [Claimed]) async -> (any Error)? {
+        guard !claimed.isEmpty else { return nil }
+        let ids = claimed.map(\.delivery)
+        let attempts = claimed.map { Int64($0.attempt) }
+        do {
+            try await client.query(
+                """
+                UPDATE webhook_deliveries d SET status = 'pending', attempts = d.attempts - 1, next_attempt = now()
+                FROM unnest(\(ids)::int8[], \(attempts)::int8[]) AS b(id, attempt)
+                WHERE d.id = b.id AND d.status = 'sending' AND d.attempts = b.attempt
+                """, logger: logger)
+            return nil
+        } catch {
+            logger.error(
+                "could not put back unsent webhook deliveries",
+                metadata: ["count": "\(claimed.count)", "error": "\(describeForOperator(error))"])
+            return error
+        }
+    }
+
+    /// One delivery: its POST, then its mark. Returns the outcome and the mark's error (logged here).
+    func sendAndMark(_ claimed: Claimed) async -> (Outcome, (any Error)?) {
+        let started = ContinuousClock.now
+        let outcome = await send(claimed)
+        let elapsed = ContinuousClock.now - started
+        let sent = Sent(claimed: claimed, outcome: outcome, latency: Int(min(elapsed.nanoseconds / 1_000_000, Int64(Int32.max))))
+        do {
+            if outcome.success {
+                try await markDelivered(sent)
+            } else {
+                try await markFailed(claimed, outcome: outcome, latency: sent.latency)
+            }
+            return (outcome, nil)
+        } catch {
+            // It stays `sending` until its lease runs out; then it is sent again, same webhook-id.
+            logger.error(
+                "could not record a webhook attempt",
+                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "delivered": "\(outcome.success)",
+                           "error": "\(describeForOperator(error))"])
+            return (outcome, error)
+        }
     }
 
     /// The headers of one attempt: the webhook-id is the event's, whatever the attempt.
@@ -270,56 +335,65 @@ public struct WebhookWorker: Service {
         ]
     }
 
+    /// One POST, to an address the SSRF guard checked just now (the client never resolves the host).
+    /// `settings.timeout` bounds all of it: the host's resolution, the connection and the answer.
     func send(_ claimed: Claimed) async -> Outcome {
-        if let refusal = await settings.guardRule.check(claimed.url) {
-            return Outcome(status: nil, error: "refused: \(refusal.message)")
-        }
+        let limit = settings.timeout
+        let deadline = ContinuousClock.now + limit
         do {
-            var request = HTTPClientRequest(url: claimed.url)
-            request.method = .POST
-            for (name, value) in try headers(claimed, timestamp: Int(Date().timeIntervalSince1970)) {
-                request.headers.add(name: name, value: value)
+            return try await withDeadline(limit) {
+                let route: WebhookURLGuard.Route
+                switch await settings.guardRule.route(claimed.url) {
+                case .failure(let refusal): return Outcome(status: nil, error: "refused: \(refusal.message)")
+                case .success(let checked): route = checked
+                }
+                var request = HTTPClientRequest(url: claimed.url)
+                request.method = .POST
+                for (name, value) in try headers(claimed, timestamp: Int(Date().timeIntervalSince1970)) {
+                    request.headers.add(name: name, value: value)
+                }
+                request.body = .bytes(ByteBuffer(string: claimed.body))
+                let prepared = request
+                let remaining = max(deadline - ContinuousClock.now, .milliseconds(1))
+                let status = try await WebhookConnector.shared.withClient(route, connectTimeout: limit) { http in
+                    let response = try await http.execute(prepared, timeout: .nanoseconds(remaining.nanoseconds))
+                    _ = try? await response.body.collect(upTo: 64 * 1024)
+                    return Int(response.status.code)
+                }
+                return Outcome(status: status, error: (200..<300).contains(status) ? nil : "HTTP \(status)")
             }
-            request.body = .bytes(ByteBuffer(string: claimed.body))
-            let limit = settings.timeout
-            let prepared = request
-            let status = try await withDeadline(limit) {
-                let response = try await Self.http.execute(prepared, timeout: .seconds(limit.components.seconds))
-                _ = try? await response.body.collect(upTo: 64 * 1024)
-                return Int(response.status.code)
-            }
-            return Outcome(status: status, error: (200..<300).contains(status) ? nil : "HTTP \(status)")
         } catch is DeadlineExceeded {
-            return Outcome(status: nil, error: "timed out after \(settings.timeout)")
+            return Outcome(status: nil, error: "timed out after \(limit)")
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            return Outcome(status: nil, error: "timed out after \(limit)")
         } catch {
-            return Outcome(status: nil, error: "\(type(of: error))")
+            return Outcome(status: nil, error: WebhookConnector.describe(error))
         }
     }
 
-    /// One statement (so one implicit transaction) for every delivered one of a batch: the delivery is
-    /// marked (unless it is no longer this claim's: its lease ran out and another worker took it), the
-    /// attempt logged (it was made either way), and the endpoint's failure streak ended (written only
-    /// when there is one, so that the lanes do not queue on the endpoint's row lock for a no-op).
-    func markDelivered(_ sent: [Sent]) async throws {
-        let ids = sent.map(\.claimed.delivery)
-        let attempts = sent.map { Int64($0.claimed.attempt) }
-        let endpoints = sent.map(\.claimed.endpoint)
-        let statuses = sent.map { Int64($0.outcome.status ?? 0) }
-        let latencies = sent.map { Int64($0.latency) }
+    /// One statement (so one implicit transaction) for one delivered message. It first takes the
+    /// endpoint's row (KEY SHARE), as deleting the endpoint does before it removes the deliveries: an
+    /// endpoint deleted meanwhile leaves nothing to mark, and a deletion waits for this short statement
+    /// (no deadlock, no error). Then the delivery is marked (unless it is no longer this claim's: its
+    /// lease ran out and another worker took it), the attempt logged (it was made either way), and the
+    /// endpoint's failure streak ended (written only when there is one, so that the lanes do not queue
+    /// on the endpoint's row lock for a no-op).
+    func markDelivered(_ sent: Sent) async throws {
+        let c = sent.claimed
+        let status = sent.outcome.status ?? 0
         try await client.query(
             """
-            WITH batch AS (
-                SELECT * FROM unnest(\(ids)::int8[], \(attempts)::int8[], \(endpoints)::uuid[], \(statuses)::int8[], \(latencies)::int8[])
-                    AS b(id, attempt, endpoint_id, http_status, latency_ms)
+            WITH w AS (
+                SELECT id, consecutive_failures FROM webhook_endpoints WHERE id = \(c.endpoint) FOR KEY SHARE
             ), done AS (
                 UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(), last_error = NULL
-                FROM batch b WHERE d.id = b.id AND d.status = 'sending' AND d.attempts = b.attempt
+                FROM w WHERE d.id = \(c.delivery) AND d.endpoint_id = w.id AND d.status = 'sending' AND d.attempts = \(c.attempt)
             ), logged AS (
                 INSERT INTO webhook_attempts (delivery_ref, endpoint_id, attempt, http_status, error, latency_ms)
-                SELECT b.id, b.endpoint_id, b.attempt, b.http_status, NULL, b.latency_ms FROM batch b
+                SELECT d.id, w.id, \(c.attempt), \(status), NULL, \(sent.latency)
+                FROM w JOIN webhook_deliveries d ON d.id = \(c.delivery) AND d.endpoint_id = w.id
             )
-            UPDATE webhook_endpoints SET consecutive_failures = 0
-            WHERE id IN (SELECT endpoint_id FROM batch) AND consecutive_failures <> 0
+            UPDATE webhook_endpoints e SET consecutive_failures = 0 FROM w WHERE e.id = w.id AND w.consecutive_failures <> 0
             """, logger: logger)
     }
 
@@ -335,7 +409,14 @@ public struct WebhookWorker: Service {
         let wait = Self.backoff(failures: failures, schedule: settings.retrySchedule)
         let reason = outcome.error ?? "failed"
         Telemetry.webhookFailure()
-        let disabled: Bool = try await client.transaction(logger: logger) { db in
+        let disabled: Bool? = try await client.transaction(logger: logger) { db in
+            // The endpoint's row first, as deleting the endpoint takes it before the deliveries: one
+            // deleted meanwhile leaves nothing to mark (and no deadlock with the deletion).
+            let live = try await db.query(
+                "SELECT true FROM webhook_endpoints WHERE id = \(claimed.endpoint) FOR NO KEY UPDATE", logger: logger)
+            var exists = false
+            for try await _ in live { exists = true }
+            guard exists else { return nil }
             try await db.query(
                 """
                 UPDATE webhook_deliveries SET last_error = \(reason), round_failures = \(failures),
@@ -364,6 +445,12 @@ public struct WebhookWorker: Service {
                     logger: logger)
             }
             return justDisabled
+        }
+        guard let disabled else {
+            logger.info(
+                "webhook endpoint deleted during its attempt",
+                metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "reason": "\(reason)"])
+            return
         }
         if disabled {
             logger.warning(
