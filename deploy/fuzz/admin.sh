@@ -29,8 +29,11 @@ fi
 
 SEED_ARGS=()
 if [ "${FUZZ_SEED:-1}" != "random" ]; then SEED_ARGS=(--seed "${FUZZ_SEED:-1}"); fi
-REPORT_ARGS=()
-if [ -n "${FUZZ_REPORT_DIR:-}" ]; then REPORT_ARGS=(--report junit,ndjson --report-dir "$FUZZ_REPORT_DIR"); fi
+# A VCR cassette always (deploy/fuzz/reach.py reads it: which operations the stateful phase reached).
+REPORT_DIR="${FUZZ_REPORT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cosyncauth-admin-fuzz.XXXXXX")}"
+[ -n "${FUZZ_REPORT_DIR:-}" ] || trap 'rm -rf "$REPORT_DIR"' EXIT
+mkdir -p "$REPORT_DIR"
+REPORT_ARGS=(--report junit,ndjson,vcr --report-dir "$REPORT_DIR" --report-vcr-path "$REPORT_DIR/cassette.yaml")
 
 # Schemathesis masks the Authorization header in its output.
 set +e
@@ -38,7 +41,7 @@ PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hoo
 "$VENV/bin/schemathesis" --config-file "$ROOT/deploy/fuzz/schemathesis.toml" --no-color run \
   "$BASE_URL/admin/v1/openapi.json" \
   --checks all \
-  --phases examples,coverage,fuzzing,stateful \
+  --phases "${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}" \
   -H "Authorization: Bearer $TOKEN" \
   --max-examples "${FUZZ_MAX_EXAMPLES:-20}" \
   --workers 2 \
@@ -47,6 +50,14 @@ PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hoo
   "${SEED_ARGS[@]}" "${REPORT_ARGS[@]}"
 status=$?
 set -e
+# Which operations the stateful phase reached with real ids (a non-404 answer).
+"$VENV/bin/python" - "$BASE_URL/admin/v1/openapi.json" "$REPORT_DIR/openapi.json" <<'PY' || true
+import sys, urllib.request
+open(sys.argv[2], "wb").write(urllib.request.urlopen(sys.argv[1], timeout=10).read())
+PY
+if [ -f "$REPORT_DIR/cassette.yaml" ] && [ -f "$REPORT_DIR/openapi.json" ]; then
+  "$VENV/bin/python" "$ROOT/deploy/fuzz/reach.py" "$REPORT_DIR/cassette.yaml" "$REPORT_DIR/openapi.json" || true
+fi
 if [ "$status" -eq 0 ]; then
   echo "admin API fuzzing: no failures (schemathesis exit 0)"
 else
