@@ -233,6 +233,13 @@ struct WebAuthnTests {
         #expect(throws: WebAuthnError.attestationInvalid("fmt none with a non-empty statement")) { try Self.register(auth, attestation: noneWithStatement) }
         let packedJunk = SoftwareAuthenticator.Attestation.custom(fmt: "packed", statement: TestCBOR.map([(.text("alg"), TestCBOR.int(-7))]))
         #expect(throws: WebAuthnError.attestationInvalid("packed statement without sig")) { try Self.register(auth, attestation: packedJunk) }
+        // An unknown format is stored with the passkey: only a WebAuthn format identifier is (a NUL
+        // made the signup's INSERT fail with 22021, a 500, found by the end-user fuzz).
+        for fmt in ["pa\u{0}cked", "", String(repeating: "x", count: 33), "Packed", "t\u{301}pm", "fido u2f"] {
+            let bad = SoftwareAuthenticator.Attestation.custom(fmt: fmt, statement: TestCBOR.map([]))
+            #expect(throws: WebAuthnError.malformed("fmt is not a format identifier")) { try Self.register(auth, attestation: bad) }
+        }
+        #expect(try Self.register(auth, attestation: .custom(fmt: "android-safetynet", statement: TestCBOR.map([]))).format == "android-safetynet")
     }
 
     @Test("native origins are compared verbatim: Android apk-key-hash and iOS bundle id")

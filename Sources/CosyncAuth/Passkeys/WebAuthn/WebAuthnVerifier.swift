@@ -60,6 +60,11 @@ public enum WebAuthn {
         let object = try CBOR.decode(objectBytes)
         guard case .map = object else { throw .malformed("attestationObject is not a map") }
         guard case .text(let format)? = object[text: "fmt"] else { throw .malformed("attestationObject without fmt") }
+        // A format identifier is lower-case letters, digits and hyphens, at most 32 (WebAuthn §8.1). An
+        // unknown one is kept with the passkey, so anything else (a NUL, a mark bomb) is refused here.
+        guard (1...32).contains(format.utf8.count),
+            format.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D })
+        else { throw .malformed("fmt is not a format identifier") }
         guard let statement = object[text: "attStmt"], case .map = statement else { throw .malformed("attestationObject without attStmt") }
         guard case .bytes(let authDataBytes)? = object[text: "authData"] else { throw .malformed("attestationObject without authData") }
 
