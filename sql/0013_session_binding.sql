@@ -35,3 +35,19 @@ WHERE EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.id AND i.kind IN ('
 -- stranger who starts a signup for someone else's address no longer replaces (cancels) theirs.
 DROP INDEX appkey_signups_app_handle;
 CREATE INDEX appkey_signups_app_handle ON appkey_signups (app_ref, lower(handle));
+
+-- An anonymous handle is its account's whole credential: events and the audit log now record
+-- `anonymous` in its place (Identifiers.redacted), and so do the rows written before. (A webhook
+-- message re-sent after this carries the redacted body; its signature is made at sending time.)
+UPDATE events SET body = (
+    SELECT jsonb_set(b, '{data}', (
+        SELECT jsonb_object_agg(k, CASE WHEN k ILIKE '%handle' AND jsonb_typeof(v) = 'string' AND v #>> '{}' LIKE '%ANON\_%'
+                                        THEN '"anonymous"'::jsonb ELSE v END)
+        FROM jsonb_each(b -> 'data') AS d(k, v)))::text
+    FROM (SELECT body::jsonb AS b) AS parsed)
+WHERE body LIKE '%ANON\_%' AND jsonb_typeof(body::jsonb -> 'data') = 'object' AND body::jsonb -> 'data' <> '{}'::jsonb;
+UPDATE audit_log SET detail = (
+    SELECT jsonb_object_agg(k, CASE WHEN k ILIKE '%handle' AND jsonb_typeof(v) = 'string' AND v #>> '{}' LIKE '%ANON\_%'
+                                    THEN '"anonymous"'::jsonb ELSE v END)
+    FROM jsonb_each(detail) AS d(k, v))
+WHERE detail::text LIKE '%ANON\_%' AND jsonb_typeof(detail) = 'object' AND detail <> '{}'::jsonb;

@@ -226,7 +226,7 @@ struct HardeningIITests {
         try await TestEnvironment.withLiveServer { api in
             let (client, _) = try await K.makeApp(api)
             let handle = K.uniqueEmail("victim")
-            let owner = "198.51.100.30", attacker = "203.0.113.66"
+            let owner = "198.51.100.30"
             func confirm(_ device: SoftwareAuthenticator, from address: String) async throws -> API.Reply {
                 let options = try await client.post("signup", .json, [("handle", .string(handle)), ("displayName", .string("V"))], from: address)
                 try #require(options.status == .ok, "\(options.text)")
@@ -235,15 +235,19 @@ struct HardeningIITests {
             let mine = try await confirm(authenticator(), from: owner)
             #expect(mine.status == .ok, "\(mine.text)")
             let myCode = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 1).first.flatMap { sixDigitCode(in: $0.text) })
-            // The stranger, from one address, until its own quota refuses it.
+            // Strangers from five addresses spend every code the handle's ceiling allows: each address
+            // until its own quota refuses it.
             let perAddress = AppKeyFlowSettings().codesPerHandlePerHour
-            for n in 0..<perAddress {
-                let theirs = try await confirm(authenticator(.ed25519), from: attacker)
-                #expect(theirs.status == .ok, "stranger's confirm \(n + 1): \(theirs.text)")
+            for attacker in (1...5).map({ "203.0.113.\(60 + $0)" }) {
+                for n in 0..<perAddress {
+                    let theirs = try await confirm(authenticator(.ed25519), from: attacker)
+                    #expect(theirs.status == .ok, "\(attacker) confirm \(n + 1): \(theirs.text)")
+                }
+                #expect(K.code(try await confirm(authenticator(.ed25519), from: attacker)) == 500, "\(attacker) is out of codes")
             }
-            #expect(K.code(try await confirm(authenticator(.ed25519), from: attacker)) == 500, "the stranger's address is out of codes")
-            // The owner's address still gets a code, and the first pending signup still completes.
-            #expect(try await confirm(authenticator(), from: owner).status == .ok)
+            // The handle's ceiling is spent now, yet the owner from a new address still gets a code, and
+            // the first pending signup still completes.
+            #expect(try await confirm(authenticator(), from: "198.51.100.31").status == .ok)
             let done = try await client.post("signupComplete", .json, [("code", .string(myCode))], .signup(mine.object.string("signup-token")), from: owner)
             #expect(done.status == .ok && done.object["handle"] == .string(handle), "\(done.text)")
             #expect(try await TestEnvironment.value("SELECT count(*)::int FROM appkey_signups WHERE lower(handle) = \(handle)", as: Int.self) == 0,
@@ -353,6 +357,94 @@ struct HardeningIITests {
             let assertion = foreign.assert(challenge: try K.challenge(options), userHandle: foreignUser.string("appUserId"))
             let reply = try await client.post("loginComplete", .json, K.assertion(handle: handle, assertion, .json))
             #expect(K.code(reply) == 614, "\(reply.text)")
+        }
+    }
+
+    // MARK: found by the attacker review
+
+    /// Admin link to an unproven handle: the squatter's session must be reported in session.revoked.
+    @Test("an admin link to an unproven handle reports the squatter's ended session in session.revoked (attacker review)")
+    func unprovenLinkReportsSessions() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, app) = try await social.makeApp(api, ["signupFlow": .string("none")])
+            let appId = app.string("appId")
+            let handle = IdentityTests.unique("squat")
+            let squatter = try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("attacker"))])
+            #expect(squatter.status == .ok)
+            let sid = SDKJWTCheck.payload(squatter.object.string("access-token"))["sid"]?.stringValue ?? "?"
+            let user = try await IdentityTests().userId(api, appId, handle)
+            let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
+            let linked = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user)/identities",
+                                            json: .object(["provider": .string("google"), "idToken": .string(try await social.idToken(.google, email: handle, sub: sub))]))
+            #expect(linked.status == .created, "\(linked.text)")
+            let reported = try await TestEnvironment.value(
+                """
+                SELECT coalesce(string_agg(s, ','), '') FROM events e, jsonb_array_elements_text(e.body::jsonb -> 'data' -> 'sessionIds') s
+                WHERE e.user_id = \(try #require(UUID(uuidString: user))) AND e.type = 'session.revoked'
+                """, as: String.self) ?? ""
+            #expect(reported.contains(sid), "session.revoked lists '\(reported)', not the squatter's session \(sid)")
+        }
+    }
+
+    /// A Google login that found its identity before a detach and opens its session after it.
+    @Test("a Google sign-in racing the detach of its identity opens no session (attacker review)")
+    func googleLoginRacingDetach() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (sdk, app) = try await social.makeApp(api, ["signupFlow": .string("none")])
+            let appId = app.string("appId")
+            let handle = IdentityTests.unique("race")
+            let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
+            let signup = try await sdk.post("/api/appuser/socialSignup", [("token", try await social.idToken(.google, email: handle, sub: sub)), ("provider", "google"), ("handle", handle)])
+            try #require(signup.status == .ok, "\(signup.text)")
+            let uid = try #require(UUID(uuidString: try await IdentityTests().userId(api, appId, handle)))
+            // What IdentityRemoval runs for the Google identity, after the detach locked the user row.
+            let detach = try await TestEnvironment.holding(
+                "SELECT 1 FROM users WHERE id = \(uid) FOR UPDATE", for: .milliseconds(1500),
+                then: [
+                    "DELETE FROM sessions WHERE user_id = \(uid) AND (identity_id IN (SELECT id FROM identities WHERE user_id = \(uid) AND kind = 'google') OR (identity_id IS NULL AND method = 'google'))",
+                    "DELETE FROM identities WHERE user_id = \(uid) AND kind = 'google'",
+                ])
+            let login = try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])
+            try await detach.value
+            let left = try await TestEnvironment.value(
+                "SELECT count(*)::int FROM sessions WHERE user_id = \(uid) AND method = 'google'", as: Int.self) ?? -1
+            #expect(login.status != .ok || left == 0,
+                    "login \(login.status): \(left) Google session(s) survive the Google identity's removal (identity_id NULL)")
+            if login.status == .ok {
+                #expect(try await sdk.get("/api/appuser/getUser", accessToken: login.object.string("access-token")).status != .ok,
+                        "the access token of the removed identity still works")
+            }
+        }
+    }
+
+    /// Two pending signups of one handle completed at the same moment.
+    @Test("two signupCompletes of one handle at once: one account, never a deadlock or a 500 (attacker review)")
+    func concurrentSignupCompletes() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let (client, app) = try await K.makeApp(api)
+            let handle = K.uniqueEmail("twice")
+            var tokens: [String] = []
+            for n in 1...2 {
+                let device = authenticator()
+                let options = try await client.post("signup", .json, [("handle", .string(handle)), ("displayName", .string("T"))])
+                try #require(options.status == .ok, "\(options.text)")
+                let confirm = try await client.post("signupConfirm", .json, K.registration(handle: handle, device.register(challenge: try K.challenge(options)), .json))
+                try #require(confirm.status == .ok, "\(confirm.text)")
+                tokens.append(confirm.object.string("signup-token"))
+                _ = try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: n)
+            }
+            let mails = try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 2)
+            let codes = mails.compactMap { sixDigitCode(in: $0.text) }
+            try #require(codes.count == 2)
+            // Both completions at once (each takes every pending signup of the handle first).
+            async let first = client.post("signupComplete", .json, [("code", .string(codes[0]))], .signup(tokens[0]))
+            async let second = client.post("signupComplete", .json, [("code", .string(codes[1]))], .signup(tokens[1]))
+            let replies = try await [first, second]
+            #expect(replies.filter { $0.status == .ok }.count == 1, "\(replies.map { "\($0.status) \($0.text.prefix(120))" })")
+            for reply in replies where reply.status != .ok {
+                #expect([601, 613].contains(K.code(reply) ?? 0), "the loser: \(reply.text)")
+            }
+            _ = app
         }
     }
 }

@@ -358,9 +358,13 @@ public enum PasskeyStore {
         return nil
     }
 
-    /// Drops every pending signup of a handle (its account exists now).
-    static func deleteSignups(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws {
-        try await db.query("DELETE FROM appkey_signups WHERE app_ref = \(appRef) AND lower(handle) = lower(\(handle))", logger: logger)
+    /// Takes (deletes) every pending signup of a handle, whose account is being created; returns their ids.
+    static func takeSignups(_ db: PostgresConnection, appRef: Int64, handle: String, logger: Logger) async throws -> [UUID] {
+        let rows = try await db.query(
+            "DELETE FROM appkey_signups WHERE app_ref = \(appRef) AND lower(handle) = lower(\(handle)) RETURNING id", logger: logger)
+        var ids: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ids.append(id) }
+        return ids
     }
 
     /// Takes (deletes) the pending signup; false when another request took it first.

@@ -15,33 +15,52 @@ public enum SessionStore {
         return sessions
     }
 
-    /// Opens a session for a user as the login saw it: only while the user is active and its token
-    /// version is still `tokenVersion`. A password change, reset, suspension or "sign out everywhere"
-    /// that committed while the login was checking its password moved the version on: then no session
-    /// is opened (false), and the login must fail, or it would outlive the revocation.
+    /// What opening a session came to.
+    enum Opening: Sendable, Equatable {
+        case opened
+        /// The user was suspended, deleted or had its sessions revoked while the sign-in ran.
+        case userRevoked
+        /// The identity the sign-in went through was removed (detached, passkey removed) meanwhile.
+        case identityGone
+    }
+
+    /// Opens a session for a user as the sign-in saw it: only while the user is active and its token
+    /// version is still `tokenVersion`, and only while the identity it signed in with still exists. A
+    /// password change, reset, suspension or "sign out everywhere" that committed while the sign-in was
+    /// checking moved the version on (`userRevoked`); a detach or passkey removal took the identity
+    /// (`identityGone`). Either way no session is opened and the sign-in must fail, or it would outlive
+    /// the revocation.
     ///
-    /// It first locks the user row (`UserStore.lockLive`) until the transaction ends. A revocation updates
-    /// that row before it deletes the user's sessions, so it either waits for this session to commit
-    /// (and then deletes it) or has committed first (and the version check refuses). Without the lock,
-    /// a revocation running meanwhile could miss the uncommitted session.
+    /// It first locks the user row (`UserStore.lockLive`) until the transaction ends. A revocation or an
+    /// identity removal locks that row before it deletes sessions, so it either waits for this session
+    /// to commit (and then deletes it) or has committed first (and the checks refuse).
     ///
     /// The session records the identity that opened it: `identityId` when the caller knows it (a
     /// passkey's), else the user's one identity of the method's kind (`SessionMethod.identityKind`).
-    /// Removing that identity ends the session (`deleteOpenedBy`, and the foreign key's cascade).
+    /// Removing that identity ends the session (`deleteOpenedBy`, and the foreign key's cascade). Only
+    /// a password-kind sign-in of a user with no password identity on record (none is made without
+    /// one, but rows from before identities may lack it) opens an unbound session.
     static func insert(
         _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, identityId: UUID? = nil,
         origin: ClientOrigin, lifetimeSeconds: Int, logger: Logger
-    ) async throws -> Bool {
-        guard try await UserStore.lockLive(db, appRef: appRef, userId: userId, tokenVersion: tokenVersion, logger: logger) else { return false }
-        try await db.query(
+    ) async throws -> Opening {
+        guard try await UserStore.lockLive(db, appRef: appRef, userId: userId, tokenVersion: tokenVersion, logger: logger) else { return .userRevoked }
+        let kind = method.identityKind?.rawValue
+        let mayBeUnbound = identityId == nil && method.identityKind == .password
+        let rows = try await db.query(
             """
+            WITH opener AS (
+                SELECT i.id FROM identities i
+                WHERE i.user_id = \(userId)
+                  AND (i.id = \(identityId) OR (\(identityId)::uuid IS NULL AND i.kind = \(kind) AND i.kind <> 'passkey')))
             INSERT INTO sessions (id, app_ref, user_id, method, identity_id, client_address, user_agent, expires_at)
-            VALUES (\(id), \(appRef), \(userId), \(method.rawValue),
-                    COALESCE(\(identityId)::uuid, (SELECT i.id FROM identities i
-                                                  WHERE i.user_id = \(userId) AND i.kind = \(method.identityKind?.rawValue) AND i.kind <> 'passkey')),
-                    \(origin.address), \(origin.userAgent), now() + make_interval(secs => \(lifetimeSeconds)::int))
+            SELECT \(id), \(appRef), \(userId), \(method.rawValue), (SELECT id FROM opener), \(origin.address), \(origin.userAgent),
+                   now() + make_interval(secs => \(lifetimeSeconds)::int)
+            WHERE EXISTS (SELECT 1 FROM opener) OR \(mayBeUnbound)
+            RETURNING id
             """, logger: logger)
-        return true
+        for try await _ in rows { return .opened }
+        return .identityGone
     }
 
     /// Ends the sessions an identity opened, before the identity goes (its caller holds the user

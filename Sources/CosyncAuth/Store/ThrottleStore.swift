@@ -67,7 +67,14 @@ enum ThrottleStore {
     static func take(
         _ db: PostgresConnection, appRef: Int64, subject: String, limit: Int, windowSeconds: Int, logger: Logger
     ) async throws -> Bool {
-        guard limit > 0 else { return false }
+        try await takeCounting(db, appRef: appRef, subject: subject, limit: limit, windowSeconds: windowSeconds, logger: logger) != nil
+    }
+
+    /// `take`, answering which slot of the window this was (1 for the first), or nil when refused.
+    static func takeCounting(
+        _ db: PostgresConnection, appRef: Int64, subject: String, limit: Int, windowSeconds: Int, logger: Logger
+    ) async throws -> Int? {
+        guard limit > 0 else { return nil }
         let rows = try await db.query(
             """
             INSERT INTO rate_limits AS r (app_ref, subject, window_start, count) VALUES (\(appRef), \(subject), now(), 1)
@@ -77,8 +84,8 @@ enum ThrottleStore {
             WHERE r.window_start <= now() - make_interval(secs => \(windowSeconds)::int) OR r.count < \(limit)
             RETURNING count
             """, logger: logger)
-        for try await _ in rows { return true }
-        return false
+        for try await count in rows.decode(Int.self) { return count }
+        return nil
     }
 
     /// Drops a quota subject (e.g. a user's wrong-guess count once the right code was given).

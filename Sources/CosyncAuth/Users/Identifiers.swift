@@ -18,13 +18,10 @@ public enum Identifiers {
     /// payload or a log (`redacted`).
     public static func isAnonymous(_ handle: String) -> Bool { handle.contains("ANON_") }
 
-    /// What events and the audit log record of a handle: the handle itself, or for an anonymous one
-    /// `anonymous:` and the first 12 hex digits of its SHA-256 (enough to tell two apart, useless to
-    /// sign in with).
-    public static func redacted(_ handle: String) -> String {
-        guard isAnonymous(handle) else { return handle }
-        return "anonymous:" + Secrets.sha256(handle).prefix(6).map { String(format: "%02x", $0) }.joined()
-    }
+    /// What events and the audit log record of a handle: the handle itself, or `anonymous` for an
+    /// anonymous one. No digest of it either: the client chooses the handle, so a guessable one would
+    /// be found from its hash. The user id (in every user event) tells anonymous users apart.
+    public static func redacted(_ handle: String) -> String { isAnonymous(handle) ? "anonymous" : handle }
 
     /// A handle given as JSON (admin API): normalised like the wire's, without the space repair (JSON
     /// carries a `+` intact), and checked: 1–254 code points (what the column's CHECK counts; a

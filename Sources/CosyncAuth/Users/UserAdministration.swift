@@ -154,9 +154,13 @@ public struct UserAdministration: Sendable {
         try Self.checkPassword(password, settings: app.settings)
         let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
-            guard try await UserStore.setPassword(db, appRef: app.ref, userId: id, hash: hash, logger: logger) != nil else {
+            guard try await UserStore.setPassword(db, appRef: app.ref, userId: id, hash: hash, logger: logger) != nil,
+                let user = try await UserStore.find(db, appRef: app.ref, id: id, logger: logger)
+            else {
                 throw AdminFailure.notFound("user")
             }
+            // A user given its first password (a social or anonymous account) signs in with it now.
+            try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: id, handle: user.handle, logger: logger)
             try await AuditLog.record(
                 db, appRef: app.ref, appId: appId, actor: actor, action: "user.password.set",
                 detail: ["userId": .string(userId.lowercased())], logger: logger)

@@ -14,10 +14,12 @@ public struct AppKeyFlowSettings: Sendable {
     /// addPasskey challenges name an existing account and are not counted here, so a flood from a
     /// shared address (a NAT) cannot keep that address's users from signing in.
     public var newAccountChallengesPerAddressPerHour = 1000
-    /// Code e-mails/SMS of AppKey signups per handle and client address and hour; the handle as a whole
-    /// (from any number of addresses) gets `handleCeilingFactor` times as many.
+    /// Code e-mails/SMS of AppKey signups per handle and client address and hour. Over all addresses,
+    /// the handle gets `firstCodesPerHandlePerHour` first codes (one per address) and
+    /// `handleCeilingFactor` × `codesPerHandlePerHour` further ones.
     public var codesPerHandlePerHour = 5
     public var handleCeilingFactor = 4
+    public var firstCodesPerHandlePerHour = 100
     public var maxCodeAttempts = 5
     /// The `timeout` advertised in WebAuthn options, in milliseconds.
     public var advertisedTimeout = 60_000
@@ -209,10 +211,15 @@ public struct AppKeyFlows: Sendable {
     func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil) async throws -> String {
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
-        guard try await SessionStore.insert(
+        switch try await SessionStore.insert(
             db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method, identityId: identityId,
             origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
-        else { throw AppKeyError.accountSuspended }
+        {
+        case .opened: break
+        case .userRevoked: throw AppKeyError.accountSuspended
+        // The provider account or passkey it signed in with was removed meanwhile.
+        case .identityGone: throw method == .passkey ? AppKeyError.passkeyNotExist : AppKeyError.accountDoesNotExist
+        }
         return try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
     }
 

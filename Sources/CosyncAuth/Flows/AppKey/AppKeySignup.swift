@@ -107,16 +107,20 @@ extension AppKeyFlows {
             if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
-            // Per (handle, client address), and a higher ceiling for the handle over all addresses (as
-            // login counts): one address cannot use up the quota of the handle's owner.
+            // Per (handle, client address), then the handle over all addresses: an address's first code
+            // of the hour against a high cap of its own, its further ones against the lower ceiling. So
+            // strangers who spend the ceiling from a few addresses never keep the owner's address from
+            // its code, and the mailbox still gets a bounded number.
             let address = ClientOrigin.current.address ?? "-"
-            for (subject, limit) in [
-                ("appkey-code:\(handle.lowercased()) \(address)", settings.codesPerHandlePerHour),
-                ("appkey-code:\(handle.lowercased())", settings.codesPerHandlePerHour * settings.handleCeilingFactor),
-            ] {
-                guard try await ThrottleStore.take(db, appRef: app.ref, subject: subject, limit: limit, windowSeconds: 3600, logger: logger)
-                else { throw AppKeyError.rateLimited }
-            }
+            guard let slot = try await ThrottleStore.takeCounting(
+                db, appRef: app.ref, subject: "appkey-code:\(handle.lowercased()) \(address)", limit: settings.codesPerHandlePerHour,
+                windowSeconds: 3600, logger: logger)
+            else { throw AppKeyError.rateLimited }
+            let (subject, limit) = slot == 1
+                ? ("appkey-code-first:\(handle.lowercased())", settings.firstCodesPerHandlePerHour)
+                : ("appkey-code:\(handle.lowercased())", settings.codesPerHandlePerHour * settings.handleCeilingFactor)
+            guard try await ThrottleStore.take(db, appRef: app.ref, subject: subject, limit: limit, windowSeconds: 3600, logger: logger)
+            else { throw AppKeyError.rateLimited }
             try await PasskeyStore.insertSignup(
                 db, appRef: app.ref, handle: handle, userId: userId, displayName: row.displayName ?? handle, firstName: row.firstName,
                 lastName: row.lastName, locale: locale, passkey: passkey,
@@ -164,7 +168,16 @@ extension AppKeyFlows {
             throw AppKeyError.invalidData.with("invalid code")
         }
         let (user, accessToken) = try await client.transaction(logger: logger) { db -> (User, String) in
-            guard try await PasskeyStore.takeSignup(db, id: signup.id, logger: logger) else { throw AppKeyError.invalidToken }
+            // Every pending signup of the handle goes in the first statement: the account exists from
+            // now on, and two completions of one handle lock those rows in the same order (one waits,
+            // never a deadlock). Only the one that took its own signup goes on.
+            let taken = try await PasskeyStore.takeSignups(db, appRef: app.ref, handle: signup.handle, logger: logger)
+            guard taken.contains(signup.id) else {
+                if let existing = try await UserStore.user(db, appRef: app.ref, handle: signup.handle, logger: logger) {
+                    throw Self.accountExists(existing)
+                }
+                throw AppKeyError.invalidToken
+            }
             if let existing = try await UserStore.user(db, appRef: app.ref, handle: signup.handle, logger: logger) {
                 throw Self.accountExists(existing)
             }
@@ -173,8 +186,6 @@ extension AppKeyFlows {
                 profile: AppKeyProfile(
                     displayName: signup.displayName, firstName: signup.firstName, lastName: signup.lastName, isAnonymous: false,
                     requireAddPasskey: false))
-            // The account exists now: the handle's other pending signups could only fail.
-            try await PasskeyStore.deleteSignups(db, appRef: app.ref, handle: signup.handle, logger: logger)
             let passkeyIdentity = try await insertPasskey(db, app: app, user: user, passkey: signup.passkey, displayName: signup.displayName)
             let access = try await openSession(db, app: app, user: user, method: .passkey, identityId: passkeyIdentity)
             try await audit(db, app: app, handle: user.handle, action: "signupComplete")

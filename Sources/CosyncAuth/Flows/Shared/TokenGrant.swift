@@ -35,21 +35,26 @@ extension EndUserFlows {
         let sessionId = UUID()
         let hours = app.settings.userJWTExpiration
         let (origin, lifetime) = (ClientOrigin.current, tokens.accessTokenSeconds(userJWTExpirationHours: hours))
-        let insert: @Sendable (PostgresConnection) async throws -> Bool = { [logger] db in
+        let insert: @Sendable (PostgresConnection) async throws -> SessionStore.Opening = { [logger] db in
             try await SessionStore.insert(
                 db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
                 origin: origin, lifetimeSeconds: lifetime, logger: logger)
         }
         // One transaction: the session's insert holds the user row until it commits (see SessionStore.insert).
-        let opened = try await Telemetry.sql("insert session") {
+        let opening = try await Telemetry.sql("insert session") {
             try await client.transaction(logger: logger) { db in
-                guard try await insert(db) else { return false }
-                try await alongside?(db)
-                return true
+                let opening = try await insert(db)
+                if opening == .opened { try await alongside?(db) }
+                return opening
             }
         }
+        switch opening {
+        case .opened: break
         // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
-        guard opened else { throw EndUserError.invalidCredentials }
+        case .userRevoked: throw EndUserError.invalidCredentials
+        // The provider account or anonymous handle it signed in with was detached meanwhile.
+        case .identityGone: throw method == .apple || method == .google ? EndUserError.accountDoesNotExist : EndUserError.invalidCredentials
+        }
         let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }
