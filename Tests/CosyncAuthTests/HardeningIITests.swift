@@ -36,6 +36,17 @@ struct HardeningIITests {
             """, as: String.self) ?? ""
     }
 
+    /// A user created by Google socialSignup (`sub`) who then set a password through the reset flow:
+    /// two identities, google and password (the reset ends the signup's session).
+    func googleUserWithPassword(_ sdk: SDK, handle: String, sub: String, password: String) async throws {
+        let signup = try await sdk.post("/api/appuser/socialSignup", [("token", try await social.idToken(.google, email: handle, sub: sub)), ("provider", "google"), ("handle", handle)])
+        try #require(signup.status == .ok, "\(signup.text)")
+        try #require(try await sdk.post("/api/appuser/forgotPassword", [("handle", SDK.handle(handle))]).text == "true")
+        // The first mail is the signup's welcome, the second the reset code.
+        let resetCode = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 2).compactMap { sixDigitCode(in: $0.text) }.last)
+        try #require(try await sdk.post("/api/appuser/resetPassword", [("handle", SDK.handle(handle)), ("password", SDK.md5(password)), ("code", resetCode)]).text == "true")
+    }
+
     /// The `sid` an access token names.
     func sessionId(_ accessToken: String) -> String { SDKJWTCheck.payload(accessToken)["sid"]?.stringValue ?? "" }
 
@@ -92,12 +103,8 @@ struct HardeningIITests {
             let (sdk, appId) = (SDK(api: api, appToken: created.string("appToken")), created.string("appId"))
             let handle = IdentityTests.unique("detach")
             let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
-            let signup = try await sdk.post("/api/appuser/socialSignup", [("token", try await social.idToken(.google, email: handle, sub: sub)), ("provider", "google"), ("handle", handle)])
-            #expect(signup.status == .ok, "\(signup.text)")
-            // A password too (through the reset flow), and a session of each.
-            #expect(try await sdk.post("/api/appuser/forgotPassword", [("handle", SDK.handle(handle))]).text == "true")
-            let resetCode = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 2).compactMap { sixDigitCode(in: $0.text) }.last)
-            #expect(try await sdk.post("/api/appuser/resetPassword", [("handle", SDK.handle(handle)), ("password", SDK.md5("Pw-1")), ("code", resetCode)]).text == "true")
+            // Google and a password, and a session of each.
+            try await googleUserWithPassword(sdk, handle: handle, sub: sub, password: "Pw-1")
             let byPassword = try await sdk.login(handle, "Pw-1").object.string("access-token")
             let byGoogle = try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))]).object.string("access-token")
             let user = try await IdentityTests().userId(api, appId, handle)
@@ -137,10 +144,7 @@ struct HardeningIITests {
             let (sdk, appId) = (SDK(api: api, appToken: created.string("appToken")), created.string("appId"))
             let handle = IdentityTests.unique("gg")
             let sub = "g-\(Secrets.hexIdentifier().prefix(12))"
-            #expect(try await sdk.post("/api/appuser/socialSignup", [("token", try await social.idToken(.google, email: handle, sub: sub)), ("provider", "google"), ("handle", handle)]).status == .ok)
-            #expect(try await sdk.post("/api/appuser/forgotPassword", [("handle", SDK.handle(handle))]).text == "true")
-            let resetCode = try #require(try await TestEnvironment.sendGrid.value.waitForMails(to: handle, count: 2).compactMap { sixDigitCode(in: $0.text) }.last)
-            #expect(try await sdk.post("/api/appuser/resetPassword", [("handle", SDK.handle(handle)), ("password", SDK.md5("Pw-1")), ("code", resetCode)]).text == "true")
+            try await googleUserWithPassword(sdk, handle: handle, sub: sub, password: "Pw-1")
             let user = try await IdentityTests().userId(api, appId, handle)
             // Another Google account with the same verified e-mail is no way in.
             #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: "other-\(sub)"))])) == 603)
