@@ -2,10 +2,15 @@
 # Fuzzes the admin API against its own OpenAPI document with schemathesis (PyPI):
 #   deploy/fuzz/admin.sh BASE_URL OPERATOR_TOKEN
 # Every check (`--checks all`), all phases (examples, coverage, fuzzing, stateful through the
-# document's `links`, so that operations run with real app/user/invite/template ids). Exits non-zero
-# on any failure. The server must already run (deploy/fuzz/run.sh starts one). Settings:
+# document's `links`), with no relaxation. hooks.py puts the ids of live objects (seed.py makes them
+# through the admin and end-user APIs) into half of the generated path parameters, so that every
+# operation also runs against objects that exist. Exits non-zero on any failure, and when an operation
+# never reached a live object (reach.py: no 2xx or 409 answer). The server must already run
+# (deploy/fuzz/run.sh starts one; seed.py's webhook receiver needs COSYNC_WEBHOOK_ALLOW_HTTP=1 and
+# COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8 on it). Settings:
 #   FUZZ_MAX_EXAMPLES (default 20 per operation), FUZZ_SEED (default 1: reproducible runs; "random"
-#   for a new seed), FUZZ_REPORT_DIR (JUnit and NDJSON reports; default: none).
+#   for a new seed), FUZZ_REPORT_DIR (JUnit and NDJSON reports; default: none), FUZZ_PHASES (a subset
+#   of phases for quicker runs; then an operation not reached is reported, not a failure).
 # Schemathesis comes from $COSYNC_TEST_VENV (deploy/test.sh's venv) when it has it, else from a venv
 # made once under .local/fuzz-venv (git-ignored).
 set -euo pipefail
@@ -35,9 +40,11 @@ REPORT_DIR="${FUZZ_REPORT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cosyncauth-admin-fuz
 mkdir -p "$REPORT_DIR"
 REPORT_ARGS=(--report junit,ndjson,vcr --report-dir "$REPORT_DIR" --report-vcr-path "$REPORT_DIR/cassette.yaml")
 
-# Schemathesis masks the Authorization header in its output.
+# Schemathesis masks the Authorization header in its output. hooks.py (through seed.py) makes live
+# objects with the operator token and puts their ids into path parameters.
 set +e
 PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hooks \
+COSYNC_FUZZ_BASE_URL="$BASE_URL" COSYNC_FUZZ_OPERATOR_TOKEN="$TOKEN" \
 "$VENV/bin/schemathesis" --config-file "$ROOT/deploy/fuzz/schemathesis.toml" --no-color run \
   "$BASE_URL/admin/v1/openapi.json" \
   --checks all \
@@ -50,17 +57,23 @@ PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hoo
   "${SEED_ARGS[@]}" "${REPORT_ARGS[@]}"
 status=$?
 set -e
-# Which operations the stateful phase reached with real ids (a non-404 answer).
-"$VENV/bin/python" - "$BASE_URL/admin/v1/openapi.json" "$REPORT_DIR/openapi.json" <<'PY' || true
+# Every operation must have reached a live object (a 2xx or 409 answer; deploy/fuzz/reach.py). The
+# document's own route is not fuzzed (schemathesis loads the document from it): fetched here.
+reach=1
+if "$VENV/bin/python" - "$BASE_URL/admin/v1/openapi.json" "$REPORT_DIR/openapi.json" <<'PY'
 import sys, urllib.request
 open(sys.argv[2], "wb").write(urllib.request.urlopen(sys.argv[1], timeout=10).read())
 PY
-if [ -f "$REPORT_DIR/cassette.yaml" ] && [ -f "$REPORT_DIR/openapi.json" ]; then
-  "$VENV/bin/python" "$ROOT/deploy/fuzz/reach.py" "$REPORT_DIR/cassette.yaml" "$REPORT_DIR/openapi.json" || true
+then
+  "$VENV/bin/python" "$ROOT/deploy/fuzz/reach.py" "$REPORT_DIR/cassette.yaml" "$REPORT_DIR/openapi.json" \
+    --served /admin/v1/openapi.json ${FUZZ_PHASES:+--report-only} --require && reach=0
 fi
-if [ "$status" -eq 0 ]; then
-  echo "admin API fuzzing: no failures (schemathesis exit 0)"
-else
+if [ "$status" -ne 0 ]; then
   echo "admin API fuzzing: FAILED (schemathesis exit $status)" >&2
+elif [ "$reach" -ne 0 ]; then
+  echo "admin API fuzzing: FAILED (an operation never reached a live object; above)" >&2
+  status=1
+else
+  echo "admin API fuzzing: no failures (schemathesis exit 0), every operation reached"
 fi
 exit "$status"

@@ -10,9 +10,29 @@ help generation: nothing here looks at a response or decides whether a check pas
    an app is sent, a descriptor whose path overlaps an earlier one gets a fresh path, so that
    "schema-valid" keeps meaning "accepted". Nothing else in a generated request is changed, and
    negative (schema-breaking) requests are sent as generated.
+3. Real ids (deploy/fuzz/seed.py): every other positive draw of an operation's path parameters (all
+   of them generated, none taken from a link) is replaced by the ids of live objects the operation needs:
+   an app, a user, a session, an identity, a passkey, a pending signup, an invite, a template, a webhook
+   endpoint, a delivered webhook message. Drawing leaves a placeholder (quick, so generation stays fast);
+   before the call, the placeholder becomes the ids, made through the server's APIs when needed (a
+   DELETE gets an object of its own). So every operation also runs against objects that exist, in the
+   fuzzing and stateful phases, and the stateful phase follows links from real objects. Negative draws
+   and link values are never touched. Needs COSYNC_FUZZ_BASE_URL and COSYNC_FUZZ_OPERATOR_TOKEN
+   (admin.sh sets them); without them nothing is replaced.
 """
+import itertools
+import os
+import sys
+
 import schemathesis
 from hypothesis import strategies as st
+
+from schemathesis.transport.serialization import quote_all
+
+try:
+    from schemathesis.generation.value import GeneratedValue
+except ImportError:  # another schemathesis layout: every drawn value is taken for a plain one
+    GeneratedValue = ()
 
 # CPython 3.11 before 3.11.8 (gh-106905) can raise "SystemError: AST constructor recursion depth
 # mismatch" from ast.parse when it runs deep in a worker thread's stack. Hypothesis calls ast.parse
@@ -75,8 +95,73 @@ def _separate(descriptors):
         seen.append(parts)
 
 
+_WORLD = []
+_PLACEHOLDER = "cosyncseed"
+_drawn = {}  # placeholder number -> the generated values (sent when no live object can be had)
+_numbers = itertools.count(1)
+_counts = {}  # operation -> positive draws of its path parameters so far
+
+
+def _world():
+    if not _WORLD:
+        base, token = os.environ.get("COSYNC_FUZZ_BASE_URL"), os.environ.get("COSYNC_FUZZ_OPERATOR_TOKEN")
+        if base and token:
+            import seed
+
+            _WORLD.append(seed.World(base, token))
+        else:
+            _WORLD.append(None)
+    return _WORLD[0]
+
+
+@schemathesis.hook
+def before_generate_path_parameters(context, strategy):
+    operation = context.operation
+    if operation is None or _world() is None:
+        return strategy
+    names = {parameter.name for parameter in operation.path_parameters}
+    label = f"{operation.method} {operation.path}"
+
+    def place(value):
+        # A value a mutation made (negative) stays as drawn; a positive one may come plain or wrapped.
+        wrapped = isinstance(value, GeneratedValue)
+        if wrapped and value.meta is not None:
+            return value
+        params = value.value if wrapped else value
+        if not isinstance(params, dict) or set(params) != names:
+            return value
+        # Every other positive draw of the operation (the first one included) gets live objects.
+        count = _counts[label] = _counts.get(label, 0) + 1
+        if count % 2 == 0:
+            return value
+        number = next(_numbers)
+        _drawn[number] = dict(params)
+        placeholders = {name: f"{_PLACEHOLDER}{number}" for name in params}
+        return GeneratedValue(placeholders, None) if wrapped else placeholders
+
+    return strategy.map(place)
+
+
+def _live_ids(case):
+    params = case.path_parameters or {}
+    marks = [v for v in params.values() if isinstance(v, str) and v.startswith(_PLACEHOLDER)]
+    if not marks:
+        return
+    number = int(marks[0][len(_PLACEHOLDER):])
+    try:
+        ids = _world().ids(case.method, case.operation.path)
+    except Exception as error:  # the server refused to make an object: send the generated values
+        print(f"hooks: no live object for {case.method} {case.operation.path}: {error}", file=sys.stderr)
+        ids = None
+    # The generated values go out quoted, as schemathesis sends path parameters.
+    case.path_parameters = ids if ids and set(ids) == set(params) else quote_all(dict(_drawn[number]))
+    if os.environ.get("COSYNC_FUZZ_HOOKS_DEBUG"):
+        print(f"hooks: {case.method} {case.operation.path} <- {case.path_parameters}", file=sys.stderr)
+
+
 @schemathesis.hook
 def before_call(context, case, **kwargs):
+    _live_ids(case)
     meta = getattr(case, "meta", None)
     if meta is not None and not meta.generation.mode.is_positive:
         return

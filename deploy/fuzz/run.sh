@@ -56,10 +56,12 @@ OPERATOR_TOKEN="cop_fuzz_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
 
 # The fuzzer is the proxy (127.0.0.1): its X-Forwarded-For values, hostile ones included, become
-# client addresses and counter keys.
+# client addresses and counter keys. Webhooks may go to http://127.0.0.1 (the admin fuzzer's receiver,
+# deploy/fuzz/seed.py, so that messages are delivered and can be replayed).
 DATABASE_URL="$FUZZ_DATABASE_URL" COSYNC_MASTER_KEY="$MASTER_KEY" COSYNC_OPERATOR_TOKEN="$OPERATOR_TOKEN" \
   PORT="$HTTP_PORT" HOST=127.0.0.1 COSYNC_BCRYPT_COST=4 LOG_LEVEL="${FUZZ_LOG_LEVEL:-warning}" \
   COSYNC_EMAIL_TRANSPORT=log COSYNC_SMS_TRANSPORT=log COSYNC_TRUSTED_PROXIES=127.0.0.1/32 COSYNC_METRICS_PORT=off \
+  COSYNC_WEBHOOK_ALLOW_HTTP=1 COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8 \
   "$BIN" serve >"$LOG" 2>&1 &
 SERVER_PID=$!
 
