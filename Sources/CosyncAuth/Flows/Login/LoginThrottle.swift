@@ -22,7 +22,9 @@ struct LoginThrottle {
     let handle: String
     let address: String?
 
-    private struct Locked: Error {}
+    /// Thrown by `reserve(in:)` while a subject is locked: the caller's transaction must roll back, so
+    /// that the subjects counted before it are not counted either.
+    struct Locked: Error {}
 
     var base: Int { max(1, app.settings.maxLoginAttempts) }
 
@@ -38,14 +40,7 @@ struct LoginThrottle {
     func reserve() async throws -> Bool {
         do {
             try await Telemetry.sql("reserve attempt") {
-                try await flows.client.transaction(logger: flows.logger) { db in
-                    for (subject, threshold) in subjects {
-                        guard try await ThrottleStore.reserve(
-                            db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
-                            maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
-                        else { throw Locked() }
-                    }
-                }
+                try await flows.client.transaction(logger: flows.logger) { db in try await reserve(in: db) }
             }
             return true
         } catch is Locked {
@@ -53,11 +48,23 @@ struct LoginThrottle {
         }
     }
 
-    /// The password check of a reserved attempt. Right: `succeeded()`. Wrong: the attempt stays
-    /// counted. A check that throws never reached a verdict (cancelled at the request bound while
+    /// Counts the attempt on every subject inside the caller's transaction (a login looks its user up
+    /// in the same one); throws `Locked` while any subject is locked.
+    func reserve(in db: PostgresConnection) async throws {
+        for (subject, threshold) in subjects {
+            guard try await ThrottleStore.reserve(
+                db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
+                maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
+            else { throw Locked() }
+        }
+    }
+
+    /// The password check of a reserved attempt. Right: `succeeded()` (unless `releasing` is false: a
+    /// login gives the attempt back inside its session transaction, `release(in:)`). Wrong: the attempt
+    /// stays counted. A check that throws never reached a verdict (cancelled at the request bound while
     /// queued for bcrypt, a database error): its reservation is given back, even from a cancelled
     /// task, so an overloaded server cannot lock users out, and the error is rethrown.
-    func check(_ verify: () async throws -> Bool) async throws -> Bool {
+    func check(releasing: Bool = true, _ verify: () async throws -> Bool) async throws -> Bool {
         let right: Bool
         do {
             right = try await verify()
@@ -66,7 +73,7 @@ struct LoginThrottle {
             await Task { _ = try? await withDeadline(.seconds(5)) { try await throttle.giveBack(); return true } }.value
             throw error
         }
-        if right { try await succeeded() }
+        if right && releasing { try await succeeded() }
         return right
     }
 
@@ -85,13 +92,17 @@ struct LoginThrottle {
     }
 
     private func released() async throws {
-        try await flows.client.withConnection { db in
-            for (index, (subject, threshold)) in subjects.enumerated() {
-                if index == 0 {
-                    try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: flows.logger)
-                } else {
-                    try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
-                }
+        try await flows.client.withConnection { db in try await release(in: db) }
+    }
+
+    /// A correct password, in the caller's transaction: forgets the (handle, address) count and gives
+    /// the attempt back to the other subjects.
+    func release(in db: PostgresConnection) async throws {
+        for (index, (subject, threshold)) in subjects.enumerated() {
+            if index == 0 {
+                try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: flows.logger)
+            } else {
+                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
             }
         }
     }

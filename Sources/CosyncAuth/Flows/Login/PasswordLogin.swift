@@ -19,19 +19,27 @@ extension EndUserFlows {
         // While this app's bcrypt queue is full, turn the attempt away before any database work.
         try hasher.scheduler.precheck(tenant: String(app.ref))
 
-        let found = try await Telemetry.sql("select user") {
-            try await client.withConnection {
-                try await UserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
+        // One pool checkout, one transaction: the user lookup, then the attempt's reservation (a locked
+        // subject rolls the reservation back). The session's transaction is the only other checkout
+        // of a successful login: it also gives the attempt back.
+        let found: User?
+        let throttle: LoginThrottle
+        do {
+            (found, throttle) = try await Telemetry.sql("select user, reserve attempt") {
+                try await client.transaction(logger: logger) { db -> (User?, LoginThrottle) in
+                    let found = try await UserStore.user(db, appRef: app.ref, handleOrUserName: handle, logger: logger)
+                    if found == nil, app.settings.signupFlow != .none,
+                        try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger) != nil
+                    {
+                        throw EndUserError.accountNotVerified
+                    }
+                    // Failures of one account are counted under its handle, whichever identifier was typed.
+                    let throttle = LoginThrottle(flows: self, app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
+                    try await throttle.reserve(in: db)
+                    return (found, throttle)
+                }
             }
-        }
-        if found == nil, app.settings.signupFlow != .none, try await client.withConnection({
-            try await PendingStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
-        }) != nil {
-            throw EndUserError.accountNotVerified
-        }
-        // Failures of one account are counted under its handle, whichever identifier was typed.
-        let throttle = LoginThrottle(flows: self, app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
-        guard try await throttle.reserve() else {
+        } catch is LoginThrottle.Locked {
             Telemetry.login("locked", appId: app.appId)
             await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
             throw EndUserError.invalidCredentials
@@ -48,13 +56,13 @@ extension EndUserFlows {
             Telemetry.login("not_active", appId: app.appId)
             throw error
         }
-        guard PasswordHasher.isMD5Hex(password), try await throttle.check({ try await verifyPassword(password, user: user) }) else {
+        guard PasswordHasher.isMD5Hex(password), try await throttle.check(releasing: false, { try await verifyPassword(password, user: user) }) else {
             Telemetry.login("wrong_password", appId: app.appId)
             await recordFailedLogin(app: app, user: user, throttle: throttle)
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
-        let outcome = try await completeFirstFactor(app: app, user: user)
+        let outcome = try await completeFirstFactor(app: app, user: user, throttle: throttle)
         if case .secondFactor = outcome {
             Telemetry.login("second_factor", appId: app.appId)
         } else {
@@ -65,22 +73,29 @@ extension EndUserFlows {
 
     /// After the password: either a second factor (<doc:EndUserAPI> §6.3) or the tokens. A second factor opens a
     /// login challenge (the login-token's `jti`); in phone mode its SMS code is queued in the same
-    /// transaction.
-    func completeFirstFactor(app: App, user: User) async throws -> LoginOutcome {
-        let mode = app.settings.twoFactorVerification
-        if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
-            try await requireSMSCapability(app)
-            return try await openChallenge(app: app, user: user, factor: "phone", smsTo: phone)
+    /// transaction. The correct password's attempt is given back (`throttle`) in that same transaction,
+    /// or on its own when the step fails (the password was right whatever came after it).
+    func completeFirstFactor(app: App, user: User, throttle: LoginThrottle) async throws -> LoginOutcome {
+        do {
+            let mode = app.settings.twoFactorVerification
+            if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
+                try await requireSMSCapability(app)
+                return try await openChallenge(app: app, user: user, factor: "phone", smsTo: phone, throttle: throttle)
+            }
+            if mode == .google, user.twoFactorGoogle {
+                return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil, throttle: throttle)
+            }
+            let flows = self
+            let issued = try await issueTokens(app: app, user: user, method: .password) { db in
+                try await throttle.release(in: db)
+                try await UserStore.touchLastLogin(db, userId: user.id, logger: flows.logger)
+                try await flows.audit(db, app: app, handle: user.handle, action: "login")
+                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: flows.logger)
+            }
+            return .tokens(issued)
+        } catch {
+            await Task { _ = try? await withDeadline(.seconds(5)) { try await throttle.succeeded(); return true } }.value
+            throw error
         }
-        if mode == .google, user.twoFactorGoogle {
-            return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil)
-        }
-        let flows = self
-        let issued = try await issueTokens(app: app, user: user, method: .password) { db in
-            try await UserStore.touchLastLogin(db, userId: user.id, logger: flows.logger)
-            try await flows.audit(db, app: app, handle: user.handle, action: "login")
-            try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: flows.logger)
-        }
-        return .tokens(issued)
     }
 }

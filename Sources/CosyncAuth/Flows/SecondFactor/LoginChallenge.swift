@@ -6,7 +6,7 @@ import PostgresNIO
 extension EndUserFlows {
     /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
     /// challenge's SMS code is queued in the same transaction.
-    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?) async throws -> LoginOutcome {
+    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?, throttle: LoginThrottle) async throws -> LoginOutcome {
         let challenge = UUID()
         let code = phone.map { _ in Secrets.numericCode() }
         let sealed = try code.map { try sealCode($0, purpose: .loginChallenge(challenge)) }
@@ -15,6 +15,7 @@ extension EndUserFlows {
             // password check, it opens no challenge (and a deleted one no foreign-key failure).
             guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger)
             else { throw EndUserError.invalidCredentials }
+            try await throttle.release(in: db)
             try await LoginChallengeStore.insertChallenge(
                 db, id: challenge, appRef: app.ref, userId: user.id, factor: factor, codeSealed: sealed,
                 lifetimeSeconds: settings.loginCodeLifetime, logger: logger)
