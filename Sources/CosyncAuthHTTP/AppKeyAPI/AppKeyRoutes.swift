@@ -10,10 +10,13 @@ import NIOCore
 struct AppKeyRoutes {
     let services: CosyncServices
     let flows: AppKeyFlows
+    let resolver: AppKeyResolver
 
     init(services: CosyncServices) {
         self.services = services
         self.flows = AppKeyFlows(flows: services.flows)
+        let core = services.flows
+        self.resolver = AppKeyResolver(client: core.client, apps: core.apps, tokens: core.tokens, logger: core.logger)
     }
 
     /// The internal mount point.
@@ -26,54 +29,86 @@ struct AppKeyRoutes {
         "verifySocialAccount", "updateProfile", "addPasskey", "addPasskeyComplete", "updatePasskey", "removePasskey",
     ]
 
+    /// Every endpoint reads its body first, then resolves its credentials (<doc:AppKeyAPI> §1.5), then runs its flow:
+    /// a malformed body answers before a bad credential, a bad credential before a missing field.
     func register(on router: Router<ServerRequestContext>) {
         let api = router.group("_appkey/api/appuser").add(middleware: AppKeyErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "appkey "))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
-        let f = flows
-        api.get("app", use: { r, _ in JSONBody.response(try await f.getApp(Self.credentials(r))) })
-        api.get("user", use: { r, _ in JSONBody.response(try await f.getUser(Self.credentials(r))) })
-        api.post("signup", use: object { try await f.signup($0, fields: $1) })
-        api.post("signupConfirm", use: object { try await f.signupConfirm($0, fields: $1) })
-        api.post("signupComplete", use: object { try await f.signupComplete($0, fields: $1) })
-        api.post("login", use: object { try await f.login($0, fields: $1) })
-        api.post("loginComplete", use: object { try await f.loginComplete($0, fields: $1) })
-        api.post("loginAnonymous", use: object { try await f.loginAnonymous($0, fields: $1) })
-        api.post("loginAnonymousComplete", use: object { try await f.loginAnonymousComplete($0, fields: $1) })
-        api.post("verify", use: object { try await f.login($0, fields: $1, verify: true) })
-        api.post("verifyComplete", use: object { try await f.loginComplete($0, fields: $1, verify: true) })
-        api.post("setLocale", use: action { try await f.setLocale($0, fields: $1) })
-        api.post("setUserName", use: action { try await f.setUserName($0, fields: $1) })
+        let f = flows, resolver = resolver
+        api.get("app", use: { r, _ in
+            let credentials = Self.credentials(r)
+            let app = try await resolver.app(credentials, gates: false)
+            return JSONBody.response(try await f.getApp(app: app, appToken: credentials.appToken))
+        })
+        api.get("user", use: { r, _ in JSONBody.response(try await f.getUser(caller: resolver.caller(Self.credentials(r)))) })
+        api.post("signup", use: appObject { try await f.signup(app: $0, fields: $1) })
+        api.post("signupConfirm", use: appObject { try await f.signupConfirm(app: $0, fields: $1) })
+        api.post("signupComplete", use: { request, context in
+            let fields = try await Self.fields(request, context: context)
+            let token = try await resolver.signup(Self.credentials(request))
+            return JSONBody.response(try await f.signupComplete(token: token, fields: fields))
+        })
+        api.post("login", use: appObject { try await f.login(app: $0, fields: $1) })
+        api.post("loginComplete", use: appObject { try await f.loginComplete(app: $0, fields: $1) })
+        api.post("loginAnonymous", use: appObject { try await f.loginAnonymous(app: $0, fields: $1) })
+        api.post("loginAnonymousComplete", use: appObject { try await f.loginAnonymousComplete(app: $0, fields: $1) })
+        api.post("verify", use: appObject { try await f.login(app: $0, fields: $1, verify: true) })
+        api.post("verifyComplete", use: appObject { try await f.loginComplete(app: $0, fields: $1, verify: true) })
+        api.post("setLocale", use: callerAction { try await f.setLocale(caller: $0, fields: $1) })
+        api.post("setUserName", use: callerAction { try await f.setUserName(caller: $0, fields: $1) })
         api.get("userNameAvailable", use: { r, _ in
             let name = r.uri.queryParameters["userName"].map(String.init)
             if let name, name.utf8.contains(0) { throw AppKeyError.invalidData }
-            return JSONBody.response(["available": .bool(try await f.userNameAvailable(Self.credentials(r), userName: name))])
+            let caller = try await resolver.caller(Self.credentials(r))
+            return JSONBody.response(["available": .bool(try await f.userNameAvailable(caller: caller, userName: name))])
         })
-        api.post("deleteAccount", use: action { c, _ in try await f.deleteAccount(c) })
-        api.post("socialSignup", use: object { try await f.socialSignup($0, fields: $1) })
-        api.post("socialLogin", use: object { try await f.socialLogin($0, fields: $1) })
-        api.post("verifySocialAccount", use: object { try await f.verifySocialAccount($0, fields: $1) })
-        api.post("updateProfile", use: action { try await f.updateProfile($0, fields: $1) })
-        api.post("addPasskey", use: object { c, _ in try await f.addPasskey(c) })
-        api.post("addPasskeyComplete", use: object { try await f.addPasskeyComplete($0, fields: $1) })
-        api.post("updatePasskey", use: object { try await f.updatePasskey($0, fields: $1) })
-        api.post("removePasskey", use: object { try await f.removePasskey($0, fields: $1) })
+        api.post("deleteAccount", use: callerAction { c, _ in try await f.deleteAccount(caller: c) })
+        api.post("socialSignup", use: appObject { try await f.socialSignup(app: $0, fields: $1) })
+        api.post("socialLogin", use: appObject { try await f.socialLogin(app: $0, fields: $1) })
+        api.post("verifySocialAccount", use: { request, context in
+            let fields = try await Self.fields(request, context: context)
+            let credentials = Self.credentials(request)
+            let app = try await resolver.app(credentials)
+            // Verified now, judged by the flow after the social token.
+            let access = await resolver.presentedAccess(credentials)
+            return JSONBody.response(try await f.verifySocialAccount(app: app, access: access, fields: fields))
+        })
+        api.post("updateProfile", use: callerAction { try await f.updateProfile(caller: $0, fields: $1) })
+        api.post("addPasskey", use: callerObject(allowReset: true) { c, _ in try await f.addPasskey(caller: c) })
+        api.post("addPasskeyComplete", use: callerObject(allowReset: true) { try await f.addPasskeyComplete(caller: $0, fields: $1) })
+        api.post("updatePasskey", use: callerObject { try await f.updatePasskey(caller: $0, fields: $1) })
+        api.post("removePasskey", use: callerObject { try await f.removePasskey(caller: $0, fields: $1) })
     }
 
     typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
 
-    /// An endpoint answering a JSON object.
-    func object(_ body: @escaping @Sendable (AppKeyCredentials, AppKeyFields) async throws -> [String: JSONValue]) -> Handler {
-        { request, context in
+    /// An app-scope endpoint answering a JSON object: the body, then the app its credentials name (status gates on).
+    func appObject(_ body: @escaping @Sendable (App, AppKeyFields) async throws -> [String: JSONValue]) -> Handler {
+        { [resolver] request, context in
             let fields = try await Self.fields(request, context: context)
-            return JSONBody.response(try await body(Self.credentials(request), fields))
+            let app = try await resolver.app(Self.credentials(request))
+            return JSONBody.response(try await body(app, fields))
         }
     }
 
-    /// An endpoint answering the four bytes `true`.
-    func action(_ body: @escaping @Sendable (AppKeyCredentials, AppKeyFields) async throws -> Void) -> Handler {
-        { request, context in
+    /// A user-scope endpoint answering a JSON object: the body, then the caller its access token names (with
+    /// `allowReset`, a passkey-reset token names one too).
+    func callerObject(allowReset: Bool = false, _ body: @escaping @Sendable (AppKeyCaller, AppKeyFields) async throws -> [String: JSONValue])
+        -> Handler
+    {
+        { [resolver] request, context in
             let fields = try await Self.fields(request, context: context)
-            try await body(Self.credentials(request), fields)
+            let caller = try await resolver.caller(Self.credentials(request), allowReset: allowReset)
+            return JSONBody.response(try await body(caller, fields))
+        }
+    }
+
+    /// A user-scope endpoint answering the four bytes `true`.
+    func callerAction(_ body: @escaping @Sendable (AppKeyCaller, AppKeyFields) async throws -> Void) -> Handler {
+        { [resolver] request, context in
+            let fields = try await Self.fields(request, context: context)
+            let caller = try await resolver.caller(Self.credentials(request))
+            try await body(caller, fields)
             return EndUserRoutes.trueBody()
         }
     }

@@ -2,9 +2,9 @@ import Foundation
 import PostgresNIO
 
 extension AppKeyFlows {
-    /// K1 `GET app`: the app's public settings (<doc:AppKeyAPI> §2.1). Answers for a migrated app too.
-    public func getApp(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
-        let app = try await app(credentials, gates: false)
+    /// K1 `GET app`: the app's public settings (<doc:AppKeyAPI> §2.1). Answers for a migrated app too: the app
+    /// is resolved with the status gates off. `appToken` is the app token the caller presented, if any.
+    public func getApp(app: App, appToken: String?) async throws -> [String: JSONValue] {
         guard app.status != .suspended else { throw AppKeyError.appSuspended }
         let view = try await flows.apps.view(appId: app.appId)
         let s = app.settings
@@ -21,7 +21,7 @@ extension AppKeyFlows {
             "createdAt": .string(ISO8601.milliseconds(app.createdAt)), "updatedAt": .string(ISO8601.milliseconds(app.updatedAt)),
         ]
         // The app's own token, only when the caller presented it.
-        object["appToken"] = .string(credentials.appToken ?? "")
+        object["appToken"] = .string(appToken ?? "")
         if let id = first(s.googleClientId) { object["googleClientId"] = .string(id) }
         if let id = first(s.appleBundleId) { object["appleBundleId"] = .string(id) }
         if !s.rpId.isEmpty { object["relyPartyId"] = .string(s.rpId) }
@@ -29,14 +29,12 @@ extension AppKeyFlows {
     }
 
     /// K2 `GET user`.
-    public func getUser(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials)
+    public func getUser(caller: AppKeyCaller) async throws -> [String: JSONValue] {
         return try await userBody(app: caller.app, user: caller.user, accessToken: caller.accessToken)
     }
 
     /// K12 `POST setLocale`.
-    public func setLocale(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
-        let caller = try await caller(credentials)
+    public func setLocale(caller: AppKeyCaller, fields: AppKeyFields) async throws {
         let locale = try locale(try fields.require("locale"), app: caller.app)
         try await client.transaction(logger: logger) { db in
             try await flows.lockCaller(db, app: caller.app, userId: caller.user.id)  // its errors map to AppKey's 405 and 404
@@ -51,8 +49,7 @@ extension AppKeyFlows {
     }
 
     /// K13 `POST setUsername` / `setUserName`: set once.
-    public func setUserName(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
-        let caller = try await caller(credentials)
+    public func setUserName(caller: AppKeyCaller, fields: AppKeyFields) async throws {
         let raw = try fields.require("userName")
         guard caller.app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
         guard let name = Self.userName(raw) else { throw AppKeyError.invalidData.with("invalid user name") }
@@ -74,8 +71,7 @@ extension AppKeyFlows {
     }
 
     /// K14 `GET userNameAvailable`.
-    public func userNameAvailable(_ credentials: AppKeyCredentials, userName: String?) async throws -> Bool {
-        let caller = try await caller(credentials)
+    public func userNameAvailable(caller: AppKeyCaller, userName: String?) async throws -> Bool {
         guard caller.app.settings.userNamesEnabled else { throw AppKeyError.userNamesNotSupported }
         guard let raw = userName?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { throw AppKeyError.missingParameter }
         guard let name = Self.userName(raw) else { return false }
@@ -87,8 +83,7 @@ extension AppKeyFlows {
     }
 
     /// K19 `POST updateProfile`: `displayName`, or `firstName` + `lastName`.
-    public func updateProfile(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws {
-        let caller = try await caller(credentials)
+    public func updateProfile(caller: AppKeyCaller, fields: AppKeyFields) async throws {
         guard let names = try Self.names(fields, required: false) else { throw AppKeyError.missingParameter.with("missing parameter: displayName") }
         try await client.transaction(logger: logger) { db in
             // The user row first: a deletion running meanwhile either waits or has already happened.
@@ -103,8 +98,7 @@ extension AppKeyFlows {
     }
 
     /// K15 `POST deleteAccount`: with a fresh token, the user and everything it owns go.
-    public func deleteAccount(_ credentials: AppKeyCredentials) async throws {
-        let caller = try await caller(credentials)
+    public func deleteAccount(caller: AppKeyCaller) async throws {
         guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
         try await client.transaction(logger: logger) { db in
             try await db.query("DELETE FROM webauthn_challenges WHERE user_id = \(caller.user.id)", logger: logger)

@@ -11,8 +11,7 @@ extension AppKeyFlows {
     }
 
     /// K8 `POST loginAnonymous`: creation options for a new anonymous account.
-    public func loginAnonymous(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func loginAnonymous(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let raw = try fields.require("handle")
         guard app.settings.anonymousLoginEnabled else { throw AppKeyError.anonymousNotSupported }
         let handle = try Self.anonymousHandle(raw)
@@ -35,8 +34,7 @@ extension AppKeyFlows {
     }
 
     /// K9 `POST loginAnonymousComplete`: verifies the passkey and creates the anonymous account.
-    public func loginAnonymousComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func loginAnonymousComplete(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let raw = try fields.require("handle")
         _ = try fields.require("id")
         _ = try fields.response()

@@ -26,9 +26,9 @@ public struct AppKeyFlowSettings: Sendable {
     public init() {}
 }
 
-/// The AppKey end-user flows (<doc:AppKeyAPI> §4). Each method takes the credentials and decoded
-/// fields of one request and returns the JSON to answer, or throws an `AppKeyError`. None knows
-/// about HTTP.
+/// The AppKey end-user flows (<doc:AppKeyAPI> §4). Each method takes the resolved app or caller
+/// (`AppKeyResolver` turns the request's credentials into them first) and the decoded fields of one
+/// request, and returns the JSON to answer, or throws an `AppKeyError`. None knows about HTTP.
 public struct AppKeyFlows: Sendable {
     public let flows: EndUserFlows
     public let settings: AppKeyFlowSettings
@@ -39,106 +39,6 @@ public struct AppKeyFlows: Sendable {
     public init(flows: EndUserFlows, settings: AppKeyFlowSettings = AppKeyFlowSettings()) {
         self.flows = flows
         self.settings = settings
-    }
-
-    // MARK: credentials (<doc:AppKeyAPI> §1.5)
-
-    /// The app an app-scope request names: by app-token first, else by an access token (its
-    /// signature alone: an expired or revoked one still names its app), else by a signup-token.
-    /// `gates` applies the status gates (GET app answers for a migrated app).
-    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> App {
-        let app: App
-        if let token = credentials.appToken {
-            guard let found = try await flows.apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
-            app = found
-        } else if let token = credentials.accessToken {
-            guard let claims = try? await flows.apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self) else {
-                throw AppKeyError.invalidAccessToken
-            }
-            guard AppAdministration.isAppId(claims.appId),
-                let found = try await flows.apps.cachedApp(appId: claims.appId)
-            else { throw AppKeyError.appNotFound }
-            app = found
-        } else if let token = credentials.signupToken {
-            guard token.utf8.count <= 512,
-                let found = try await client.withConnection({ db -> App? in
-                    guard let ref = try await PasskeyStore.signupAppRef(db, tokenHash: Secrets.sha256(token), logger: logger) else { return nil }
-                    return try await AppStore.app(db, ref: ref, logger: logger)
-                })
-            else { throw AppKeyError.invalidToken }
-            app = found
-        } else {
-            throw AppKeyError.invalidAppToken
-        }
-        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
-        if gates { try requireActive(app) }
-        return app
-    }
-
-    func requireActive(_ app: App) throws(AppKeyError) {
-        switch app.status {
-        case .active: return
-        case .migrated: throw .appMigrated
-        default: throw .appSuspended
-        }
-    }
-
-    /// The signed-in caller of a user-scope request (access-token): app, user, session, and when the
-    /// session was opened (its `auth_time`).
-    public struct Caller: Sendable {
-        public let app: App
-        public let user: User
-        public let sessionId: UUID
-        public let authTime: Date
-        public let accessToken: String
-        /// Set when the token is a passkey-reset token (<doc:AppKeyAPI> §5.4): it may only add a passkey.
-        public var resetId: UUID? = nil
-
-        /// Signed in within the app's `freshAuthMinutes` (<doc:AppKeyAPI> §2.7).
-        public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
-    }
-
-    public func caller(_ credentials: AppKeyCredentials, allowReset: Bool = false) async throws -> Caller {
-        guard let token = credentials.accessToken else {
-            throw AppKeyError.invalidAccessToken.with("an access-token is required")
-        }
-        if allowReset, let reset = try? await flows.apps.serverKeys.verify(token, as: ResetPasskeyClaims.self) {
-            return try await resetCaller(reset, token: token)
-        }
-        guard let claims = await tokens.verifyAccessToken(token), let sid = claims.sid, let sessionId = UUID(uuidString: sid),
-            let userId = UUID(uuidString: claims.uid)
-        else { throw AppKeyError.invalidAccessToken }
-        guard AppAdministration.isAppId(claims.appId),
-            let app = try await flows.apps.cachedApp(appId: claims.appId)
-        else { throw AppKeyError.appNotFound }
-        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
-        try requireActive(app)
-        let found = try await client.withConnection { db -> (User, Date)? in
-            guard let user = try await SessionStore.liveUser(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger),
-                let opened = try await PasskeyStore.sessionOpened(db, sessionId: sessionId, logger: logger)
-            else { return nil }
-            return (user, opened)
-        }
-        guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
-        guard user.status == .active else { throw AppKeyError.accountSuspended }
-        return Caller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
-    }
-
-    /// The caller of a live, unused passkey-reset token.
-    func resetCaller(_ claims: ResetPasskeyClaims, token: String) async throws -> Caller {
-        guard AppAdministration.isAppId(claims.appId), let resetId = UUID(uuidString: claims.jti), let userId = UUID(uuidString: claims.uid),
-            let app = try await flows.apps.cachedApp(appId: claims.appId)
-        else { throw AppKeyError.invalidAccessToken }
-        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
-        try requireActive(app)
-        guard let (user, created) = try await client.withConnection({ db -> (User, Date)? in
-            guard let created = try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger),
-                let user = try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
-            else { return nil }
-            return (user, created)
-        }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
-        guard user.status == .active else { throw AppKeyError.accountSuspended }
-        return Caller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
     }
 
     // MARK: the user body (<doc:AppKeyAPI> §2.3, §2.4)
@@ -356,16 +256,5 @@ public struct ResetPasskeyClaims: JWTPayload, Equatable {
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         try requireScope(scope, "resetPasskey", expires: exp)
-    }
-}
-
-/// An access token read for the app it names only: its signature and scope are checked, not its
-/// expiry (<doc:AppKeyAPI> §1.5).
-struct AppKeyTokenIdentity: JWTPayload {
-    var appId: String
-    var scope: String
-
-    func verify(using algorithm: some JWTAlgorithm) async throws {
-        try requireScope(scope, "user")
     }
 }

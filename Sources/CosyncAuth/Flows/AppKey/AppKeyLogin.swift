@@ -30,8 +30,7 @@ extension AppKeyFlows {
     }
 
     /// K6 `POST login` and K10 `POST verify`: request options for the user's passkeys.
-    public func login(_ credentials: AppKeyCredentials, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func login(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
         let user = try await loginUser(try fields.require("handle"), app: app)
         let rp = try relyingParty(app)
         let challenge = Self.newChallenge()
@@ -61,8 +60,7 @@ extension AppKeyFlows {
     }
 
     /// K7 `POST loginComplete` and K11 `POST verifyComplete`: verifies the assertion, opens a session.
-    public func loginComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func loginComplete(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
         let user = try await loginUser(try fields.require("handle"), app: app)
         let id = try fields.require("id")
         let response = try fields.response()

@@ -4,8 +4,7 @@ import PostgresNIO
 extension AppKeyFlows {
     /// K20 `POST addPasskey`: creation options for one more passkey of the signed-in user. Needs a
     /// fresh sign-in (E405) and room under the app's `passkeysPerUser` (E602).
-    public func addPasskey(_ credentials: AppKeyCredentials) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials, allowReset: true)
+    public func addPasskey(caller: AppKeyCaller) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
         guard caller.isFresh || caller.resetId != nil else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
         let challenge = Self.newChallenge()
@@ -27,8 +26,7 @@ extension AppKeyFlows {
     }
 
     /// K21 `POST addPasskeyComplete`: verifies and stores the new passkey.
-    public func addPasskeyComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials, allowReset: true)
+    public func addPasskeyComplete(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
         _ = try fields.require("id")
         _ = try fields.response()
@@ -68,8 +66,7 @@ extension AppKeyFlows {
     }
 
     /// K22 `POST updatePasskey`: renames a passkey (1–64 characters).
-    public func updatePasskey(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials)
+    public func updatePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
         let name = try fields.require("keyName")
@@ -88,8 +85,7 @@ extension AppKeyFlows {
     }
 
     /// K23 `POST removePasskey`: removes a passkey, never the user's last way to sign in (E602).
-    public func removePasskey(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let caller = try await caller(credentials)
+    public func removePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
         guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }

@@ -27,8 +27,7 @@ extension AppKeyFlows {
     }
 
     /// K3 `POST signup`: creation options for a new account (no code yet).
-    public func signup(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func signup(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let raw = try fields.require("handle")
         guard let names = try Self.names(fields, required: true) else { throw AppKeyError.missingParameter }
         let handle = try signupHandle(raw, app: app).text
@@ -91,8 +90,7 @@ extension AppKeyFlows {
     }
 
     /// K4 `POST signupConfirm`: verifies the new passkey, keeps the signup pending and sends its code.
-    public func signupConfirm(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func signupConfirm(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let raw = try fields.require("handle")
         _ = try fields.require("id")
         _ = try fields.response()
@@ -144,11 +142,11 @@ extension AppKeyFlows {
     }
 
     /// K5 `POST signupComplete`: the code of the pending signup → the account, its passkey, a session.
-    public func signupComplete(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        guard let token = credentials.signupToken else { throw AppKeyError.missingParameter.with("missing header: signup-token") }
-        let app = try await app(AppKeyCredentials(signupToken: token))
+    /// `token` is the request's signup-token, resolved (`AppKeyResolver.signup`).
+    public func signupComplete(token: AppKeySignupToken, fields: AppKeyFields) async throws -> [String: JSONValue] {
+        let app = token.app
         let code = try fields.require("code")
-        guard let (_, signup) = try await client.withConnection({ try await PasskeyStore.signup($0, tokenHash: Secrets.sha256(token), logger: logger) })
+        guard let (_, signup) = try await client.withConnection({ try await PasskeyStore.signup($0, tokenHash: token.tokenHash, logger: logger) })
         else { throw AppKeyError.invalidToken }
         if signup.expired {
             _ = try await client.withConnection { try await PasskeyStore.takeSignup($0, id: signup.id, logger: logger) }

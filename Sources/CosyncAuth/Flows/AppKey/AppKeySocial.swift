@@ -19,8 +19,7 @@ extension AppKeyFlows {
     }
 
     /// K16 `POST socialSignup`.
-    public func socialSignup(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func socialSignup(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         _ = try fields.require("token")
         _ = try fields.require("provider")
         let locale = try locale(fields["locale"], app: app)
@@ -79,8 +78,7 @@ extension AppKeyFlows {
     }
 
     /// K17 `POST socialLogin`.
-    public func socialLogin(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    public func socialLogin(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let (provider, identity) = try await socialIdentity(app: app, fields: fields)
         let user = try await socialUser(app: app, provider: provider, identity: identity)
         let access = try await client.transaction(logger: logger) { db in
@@ -95,21 +93,22 @@ extension AppKeyFlows {
     }
 
     /// K18 `POST verifySocialAccount`: a fresh session for the owner of the social token. When an
-    /// access token came too, it must be the same user's (else E405).
-    public func verifySocialAccount(_ credentials: AppKeyCredentials, fields: AppKeyFields) async throws -> [String: JSONValue] {
-        let app = try await app(credentials)
+    /// access token came too, it must be the same user's (else E405): `access` is that token, verified
+    /// (`AppKeyResolver.presentedAccess`) and judged here, after the social token.
+    public func verifySocialAccount(app: App, access: AppKeyPresentedAccess, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let (provider, identity) = try await socialIdentity(app: app, fields: fields)
         let user = try await socialUser(app: app, provider: provider, identity: identity)
-        if let token = credentials.accessToken {
-            guard let claims = await tokens.verifyAccessToken(token), claims.appId == app.appId,
-                UUID(uuidString: claims.uid) == user.id
-            else { throw AppKeyError.invalidAccessToken }
+        switch access {
+        case .none: break
+        case .invalid: throw AppKeyError.invalidAccessToken
+        case .claims(let claims):
+            guard claims.appId == app.appId, UUID(uuidString: claims.uid) == user.id else { throw AppKeyError.invalidAccessToken }
         }
-        let access = try await client.transaction(logger: logger) { db in
+        let session = try await client.transaction(logger: logger) { db in
             let access = try await openSession(db, app: app, user: user, method: provider == .apple ? .apple : .google)
             try await audit(db, app: app, handle: user.handle, action: "verifySocialAccount", detail: ["provider": .string(provider.rawValue)])
             return access
         }
-        return try await userBody(app: app, user: user, accessToken: access)
+        return try await userBody(app: app, user: user, accessToken: session)
     }
 }

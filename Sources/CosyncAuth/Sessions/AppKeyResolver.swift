@@ -1,0 +1,166 @@
+import Foundation
+import JWTKit
+import Logging
+import PostgresNIO
+
+/// Turns the credentials of an AppKey request (<doc:AppKeyAPI> §1.5) into the app, the signed-in
+/// caller or the pending signup, before a flow runs. The HTTP edge calls it; the AppKey flows take
+/// the resolved `App` / `AppKeyCaller` and never see a header string. The AppKey counterpart of
+/// `TenantResolver`.
+public struct AppKeyResolver: Sendable {
+    let client: PostgresClient
+    let apps: AppAdministration
+    let tokens: TokenIssuer
+    let logger: Logger
+
+    public init(client: PostgresClient, apps: AppAdministration, tokens: TokenIssuer, logger: Logger) {
+        self.client = client
+        self.apps = apps
+        self.tokens = tokens
+        self.logger = logger
+    }
+
+    /// The app an app-scope request names: by app-token first, else by an access token (its
+    /// signature alone: an expired or revoked one still names its app), else by a signup-token.
+    /// `gates` applies the status gates (GET app answers for a migrated app).
+    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> App {
+        let app: App
+        if let token = credentials.appToken {
+            guard let found = try await apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
+            app = found
+        } else if let token = credentials.accessToken {
+            guard let claims = try? await apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self) else {
+                throw AppKeyError.invalidAccessToken
+            }
+            guard AppAdministration.isAppId(claims.appId),
+                let found = try await apps.cachedApp(appId: claims.appId)
+            else { throw AppKeyError.appNotFound }
+            app = found
+        } else if let token = credentials.signupToken {
+            guard token.utf8.count <= 512,
+                let found = try await client.withConnection({ db -> App? in
+                    guard let ref = try await PasskeyStore.signupAppRef(db, tokenHash: Secrets.sha256(token), logger: logger) else { return nil }
+                    return try await AppStore.app(db, ref: ref, logger: logger)
+                })
+            else { throw AppKeyError.invalidToken }
+            app = found
+        } else {
+            throw AppKeyError.invalidAppToken
+        }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        if gates { try Self.requireActive(app) }
+        return app
+    }
+
+    static func requireActive(_ app: App) throws(AppKeyError) {
+        switch app.status {
+        case .active: return
+        case .migrated: throw .appMigrated
+        default: throw .appSuspended
+        }
+    }
+
+    /// The pending signup a signup-token names (K5 `signupComplete`): the header is required (E403),
+    /// and the app comes from the token alone, whatever other credentials came along.
+    public func signup(_ credentials: AppKeyCredentials) async throws -> AppKeySignupToken {
+        guard let token = credentials.signupToken else { throw AppKeyError.missingParameter.with("missing header: signup-token") }
+        let app = try await app(AppKeyCredentials(signupToken: token))
+        return AppKeySignupToken(app: app, tokenHash: Secrets.sha256(token))
+    }
+
+    /// The signed-in caller of a user-scope request (access-token). With `allowReset`, a passkey-reset
+    /// token also makes a caller (one that may only add a passkey).
+    public func caller(_ credentials: AppKeyCredentials, allowReset: Bool = false) async throws -> AppKeyCaller {
+        guard let token = credentials.accessToken else {
+            throw AppKeyError.invalidAccessToken.with("an access-token is required")
+        }
+        if allowReset, let reset = try? await apps.serverKeys.verify(token, as: ResetPasskeyClaims.self) {
+            return try await resetCaller(reset, token: token)
+        }
+        guard let claims = await tokens.verifyAccessToken(token), let sid = claims.sid, let sessionId = UUID(uuidString: sid),
+            let userId = UUID(uuidString: claims.uid)
+        else { throw AppKeyError.invalidAccessToken }
+        guard AppAdministration.isAppId(claims.appId),
+            let app = try await apps.cachedApp(appId: claims.appId)
+        else { throw AppKeyError.appNotFound }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        try Self.requireActive(app)
+        let found = try await client.withConnection { db -> (User, Date)? in
+            guard let user = try await SessionStore.liveUser(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger),
+                let opened = try await PasskeyStore.sessionOpened(db, sessionId: sessionId, logger: logger)
+            else { return nil }
+            return (user, opened)
+        }
+        guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
+        guard user.status == .active else { throw AppKeyError.accountSuspended }
+        return AppKeyCaller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
+    }
+
+    /// The caller of a live, unused passkey-reset token.
+    func resetCaller(_ claims: ResetPasskeyClaims, token: String) async throws -> AppKeyCaller {
+        guard AppAdministration.isAppId(claims.appId), let resetId = UUID(uuidString: claims.jti), let userId = UUID(uuidString: claims.uid),
+            let app = try await apps.cachedApp(appId: claims.appId)
+        else { throw AppKeyError.invalidAccessToken }
+        guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
+        try Self.requireActive(app)
+        guard let (user, created) = try await client.withConnection({ db -> (User, Date)? in
+            guard let created = try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger),
+                let user = try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
+            else { return nil }
+            return (user, created)
+        }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
+        guard user.status == .active else { throw AppKeyError.accountSuspended }
+        return AppKeyCaller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
+    }
+
+    /// An optional access token, verified (signature, scope, expiry) but not yet judged: K18
+    /// `verifySocialAccount` judges it against the social token's user, after that token is verified.
+    public func presentedAccess(_ credentials: AppKeyCredentials) async -> AppKeyPresentedAccess {
+        guard let token = credentials.accessToken else { return .none }
+        guard let claims = await tokens.verifyAccessToken(token) else { return .invalid }
+        return .claims(claims)
+    }
+}
+
+/// The signed-in caller of an AppKey user-scope request: app, user, session, and when the session was
+/// opened (its `auth_time`).
+public struct AppKeyCaller: Sendable {
+    public let app: App
+    public let user: User
+    public let sessionId: UUID
+    public let authTime: Date
+    /// The access token as presented: answered back in the user body's `access-token`.
+    public let accessToken: String
+    /// Set when the token is a passkey-reset token (<doc:AppKeyAPI> §5.4): it may only add a passkey.
+    public var resetId: UUID? = nil
+
+    /// Signed in within the app's `freshAuthMinutes` (<doc:AppKeyAPI> §2.7).
+    public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
+}
+
+/// A signup-token resolved: the app of its pending signup and the token's hash (the signup's key).
+public struct AppKeySignupToken: Sendable {
+    public let app: App
+    public let tokenHash: Data
+}
+
+/// An access token that came with a request where it is optional.
+public enum AppKeyPresentedAccess: Sendable {
+    /// None came.
+    case none
+    /// One came and does not verify.
+    case invalid
+    /// One came and verifies.
+    case claims(AccessTokenClaims)
+}
+
+/// An access token read for the app it names only: its signature and scope are checked, not its
+/// expiry (<doc:AppKeyAPI> §1.5).
+struct AppKeyTokenIdentity: JWTPayload {
+    var appId: String
+    var scope: String
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try requireScope(scope, "user")
+    }
+}
