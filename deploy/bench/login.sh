@@ -133,8 +133,26 @@ response = function(status, headers, body)
   if status ~= 200 then wrk.thread:stop() end
 end
 LUA
+# PostgreSQL transactions (each pool checkout of a login is one transaction). A backend reports its
+# counts when it has been idle for 10 s (PostgreSQL 15), so each reading waits 11 s first; the server's
+# background pollers' own transactions are measured over an idle stretch of the same length and
+# subtracted.
+dbxacts() { sleep 11; dbxacts_now; }
+dbxacts_now() { "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'" bench; }
+echo "== one login, counted alone: pool checkouts (= transactions) and statements"
+X0=$(dbxacts); T0=$(date +%s.%N)
+for i in $(seq 1 100); do
+  curl -sf -X POST "$H/api/appuser/login" -H "app-token: $TOKEN" --data-binary "handle=user$(( (i % USERS) + 1 ))@bench.test&password=$MD5" >/dev/null
+done
+T1=$(date +%s.%N); X1=$(dbxacts)
+sleep "$(calc "round($T1 - $T0, 2)")"; X2=$(dbxacts)   # the same stretch, idle: the background's share
+LOGIN_CHECKOUTS=$(calc "round((($X1 - $X0) - ($X2 - $X1)) / 100, 2)")
+echo "db transactions per login (100 sequential logins, background subtracted: $X0 -> $X1 -> $X2): $LOGIN_CHECKOUTS" \
+     "(target 2: the lookup with the attempt's reservation, then the session with its release)"
 echo "== login (wrk -t2 -c$CONNECTIONS -d${DURATION}s --latency)"
+LX0=$(dbxacts)
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$TMP/login.lua" "$H" > "$TMP/login.txt"; cat "$TMP/login.txt"
+LOGIN_XACTS=$(calc "round(($(dbxacts) - $LX0) / max(1, $(sed -nE 's/^ *([0-9]+) requests in.*/\1/p' "$TMP/login.txt")), 2)")
 LOGIN=$(rate < "$TMP/login.txt")
 LOGIN_P50=$(latency_ms 50 < "$TMP/login.txt"); LOGIN_P99=$(latency_ms 99 < "$TMP/login.txt")
 echo "== getApplication"
@@ -222,6 +240,7 @@ echo
 echo "== figures ($KIND; 2 cores shared by server, PostgreSQL and the load generators)"
 printf 'bcrypt ceiling:  %8.1f verifies/s (cost 10, same pool)\n' "$CEILING"
 printf 'login:           %8.1f req/s  = %.2f of the ceiling (non-2xx: %s; p50 %s ms, p99 %s ms)\n' "$LOGIN" "$(calc "$LOGIN/$CEILING")" "$(non2xx < "$TMP/login.txt")" "$LOGIN_P50" "$LOGIN_P99"
+printf 'login db work:   %8s pool checkouts (= transactions) per login, background subtracted (target 2); %s per login under wrk, background included\n' "$LOGIN_CHECKOUTS" "$LOGIN_XACTS"
 printf 'healthz:         %8.1f req/s (non-2xx: %s)\n' "$HEALTHZ" "$(non2xx < "$TMP/healthz.txt")"
 printf 'getApplication:  %8.1f req/s (non-2xx: %s)\n' "$GETAPP" "$(non2xx < "$TMP/getapp.txt")"
 printf 'pk select:       %8.1f queries/s\n' "$PK"
