@@ -451,4 +451,28 @@ struct HardeningIITests {
             _ = app
         }
     }
+
+    /// Deleting an app while a webhook worker marks one of its deliveries (endpoint row first, then the
+    /// delivery: `WebhookWorker.markDelivered`'s order, held open here).
+    @Test("deleting an app while a webhook delivery of it is being marked: no deadlock, no 500 (found by the admin fuzz)")
+    func deleteAppRacingWebhookMark() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("Racing", settings: ["signupFlow": .string("none")])
+            let appId = created.string("appId")
+            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
+                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("user.created")]),
+            ]))
+            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            #expect(try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string(IdentityTests.unique("w")), "password": .string("Pw-1")])).status == .created)
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM webhook_deliveries WHERE endpoint_id = \(endpointId)", as: Int.self) == 1)
+            let mark = try await TestEnvironment.holding(
+                "SELECT 1 FROM webhook_endpoints WHERE id = \(endpointId) FOR KEY SHARE", for: .milliseconds(1500),
+                then: ["UPDATE webhook_deliveries SET last_error = 'racing' WHERE endpoint_id = \(endpointId)"])
+            let deleted = try await api.call(.delete, "/admin/v1/apps/\(appId)")
+            let marked = await mark.result
+            #expect(deleted.status == .noContent, "\(deleted.status) \(deleted.text)")
+            if case .failure(let error) = marked { Issue.record("the worker's mark failed: \(String(reflecting: error))") }
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM apps WHERE app_id = \(appId)", as: Int.self) == 0)
+        }
+    }
 }

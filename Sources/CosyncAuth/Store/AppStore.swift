@@ -136,6 +136,12 @@ public enum AppStore {
         // row first and reaching the users through the cascade deadlocked with it (40P01).
         try await db.query(
             "DELETE FROM users WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
+        // Then the webhook endpoints, each before its deliveries, as a webhook worker marking a delivery
+        // takes them (endpoint row, then delivery row): the app row's cascade could reach the deliveries
+        // through the events first and then wait for an endpoint a worker holds (40P01, found by the
+        // admin fuzz).
+        try await db.query(
+            "DELETE FROM webhook_endpoints WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
         let rows = try await db.query("DELETE FROM apps WHERE app_id = \(appId) RETURNING id", logger: logger)
         for try await ref in rows.decode(Int64.self) { return ref }
         return nil
