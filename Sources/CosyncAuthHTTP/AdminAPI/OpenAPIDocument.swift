@@ -518,10 +518,18 @@ enum OpenAPIDocument {
             (operationId(target), .object(["operationId": .string(operationId(target)),
                                            "parameters": .object(parameters.mapValues { .string($0) })]))
         }
+        // Two DELETEs leave their path readable by design: "sign out everywhere" (the session list
+        // then reads empty) and a template's reset (the path then reads the built-in template). No
+        // link leads into them, so that no linked DELETE → GET pair reads as a deleted resource still
+        // served; the fuzz's live objects reach them.
+        func keepsPath(_ target: Operation) -> Bool {
+            target.method == "delete"
+                && (target.path.hasSuffix("/sessions") || target.path.hasSuffix("/email-templates/{template}/{locale}"))
+        }
         func targets(under prefix: String, with names: Set<String>) -> [Operation] {
             operations.filter { target in
                 let params = Set(target.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
-                return target.path.hasPrefix(prefix) && params == names && target.path != op.path
+                return target.path.hasPrefix(prefix) && params == names && target.path != op.path && !keepsPath(target)
             }
         }
         let apps = "/admin/v1/apps/{appId}"
@@ -546,10 +554,7 @@ enum OpenAPIDocument {
         case ("post", "\(apps)/invites"):
             result = operations.filter { $0.method == "get" && $0.path == "\(apps)/invites" }.map { link(to: $0, ["appId": "$request.path.appId"]) }
         case (_, "\(apps)/email-templates/{template}/{locale}") where op.method != "delete":
-            // No link into the DELETE: it goes back to the built-in template, which the same path then
-            // reads (200, `isDefault`), so a linked DELETE → GET is not a deleted resource still served
-            // (schemathesis's use-after-free check would read it so). The fuzz's live objects reach it.
-            result = operations.filter { $0.path == op.path && $0.method != op.method && $0.method != "delete" }.map {
+            result = operations.filter { $0.path == op.path && $0.method != op.method && !keepsPath($0) }.map {
                 link(to: $0, ["appId": "$request.path.appId", "template": "$response.body#/template", "locale": "$response.body#/locale"])
             }
         case ("post", "\(apps)/webhooks"):
