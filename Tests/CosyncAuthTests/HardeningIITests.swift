@@ -47,6 +47,13 @@ struct HardeningIITests {
         try #require(try await sdk.post("/api/appuser/resetPassword", [("handle", SDK.handle(handle)), ("password", SDK.md5(password)), ("code", resetCode)]).text == "true")
     }
 
+    /// The admin detaches the user's Google identity (204).
+    func detachGoogle(_ api: API, appId: String, user: String) async throws {
+        let ids = (try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)/identities")).json["identities"]?.arrayValue ?? []
+        let googleId = try #require(ids.first { $0["kind"] == .string("google") }?["identityId"]?.stringValue)
+        #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)").status == .noContent)
+    }
+
     /// The `sid` an access token names.
     func sessionId(_ accessToken: String) -> String { SDKJWTCheck.payload(accessToken)["sid"]?.stringValue ?? "" }
 
@@ -108,9 +115,7 @@ struct HardeningIITests {
             let byPassword = try await sdk.login(handle, "Pw-1").object.string("access-token")
             let byGoogle = try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))]).object.string("access-token")
             let user = try await IdentityTests().userId(api, appId, handle)
-            let ids = (try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)/identities")).json["identities"]?.arrayValue ?? []
-            let googleId = try #require(ids.first { $0["kind"] == .string("google") }?["identityId"]?.stringValue)
-            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)").status == .noContent)
+            try await detachGoogle(api, appId: appId, user: user)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: byGoogle)) == 405)
             #expect(try await sdk.get("/api/appuser/getUser", accessToken: byPassword).status == .ok)
             let uid = try #require(UUID(uuidString: user))
@@ -150,9 +155,7 @@ struct HardeningIITests {
             #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: "other-\(sub)"))])) == 603)
             let kinds = { try await IdentityTests().kinds(api, appId, user) }
             #expect(try await kinds() == ["google", "password"])
-            let ids = (try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)/identities")).json["identities"]?.arrayValue ?? []
-            let googleId = try #require(ids.first { $0["kind"] == .string("google") }?["identityId"]?.stringValue)
-            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)").status == .noContent)
+            try await detachGoogle(api, appId: appId, user: user)
             // Detached: the same Google account, and another of the same e-mail, get "no account".
             for subject in [sub, "other-\(sub)"] {
                 #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: subject))])) == 603)
@@ -185,9 +188,7 @@ struct HardeningIITests {
             #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: "second-\(sub)"))])) == 603)
             #expect(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))]).status == .ok)
             // A detach is remembered: the login does not link it again.
-            let ids = (try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)/identities")).json["identities"]?.arrayValue ?? []
-            let googleId = try #require(ids.first { $0["kind"] == .string("google") }?["identityId"]?.stringValue)
-            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)").status == .noContent)
+            try await detachGoogle(api, appId: appId, user: user)
             #expect(code(try await sdk.post("/api/appuser/googleLogin", [("token", try await social.idToken(.google, email: handle, sub: sub))])) == 603)
             #expect(try await IdentityTests().kinds(api, appId, user) == ["password"])
         }
@@ -212,9 +213,7 @@ struct HardeningIITests {
             let other = try await social.idToken(.google, email: email, sub: "other-\(sub)")
             #expect(K.code(try await client.post("socialLogin", .json, [("token", .string(other)), ("provider", .string("google"))])) == 603)
             #expect(K.code(try await client.post("verifySocialAccount", .json, [("token", .string(other)), ("provider", .string("google"))])) == 603)
-            let ids = (try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(user)/identities")).json["identities"]?.arrayValue ?? []
-            let googleId = try #require(ids.first { $0["kind"] == .string("google") }?["identityId"]?.stringValue)
-            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/identities/\(googleId)").status == .noContent)
+            try await detachGoogle(api, appId: appId, user: user)
             #expect(K.code(try await client.get("user", .access(access))) == 405, "the Google session ended with its identity")
             let again = try await social.idToken(.google, email: email, sub: sub)
             #expect(K.code(try await client.post("socialLogin", .json, [("token", .string(again)), ("provider", .string("google"))])) == 603)
