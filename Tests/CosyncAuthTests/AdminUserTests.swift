@@ -153,8 +153,18 @@ struct AdminUserTests {
             #expect(try await api.call(.get, "/admin/v1/apps/\(appId)/email-templates/nope/EN").status == .notFound)
             #expect(try await api.call(.get, "/admin/v1/apps/\(appId)/email-templates/signUp/DE").status == .notFound)
             #expect(try await api.call(.put, "/admin/v1/apps/\(appId)/email-templates/signUp/EN", json: .object(["subject": .string("s")])).status.code == 422)
-            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/email-templates/signUp/FR").status == .noContent)
+            // A reset answers the built-in template, which the path then reads; a second reset changes nothing.
+            for _ in 0..<2 {
+                let reset = try await api.call(.post, "/admin/v1/apps/\(appId)/email-templates/signUp/FR/reset")
+                #expect(reset.status == .ok && reset.object["isDefault"] == .bool(true) && reset.object.string("html") == builtIn.object.string("html"),
+                        "\(reset.text)")
+            }
             #expect(try await api.call(.get, "/admin/v1/apps/\(appId)/email-templates/signUp/FR").object["isDefault"] == .bool(true))
+            #expect(try await api.call(.post, "/admin/v1/apps/\(appId)/email-templates/signUp/DE/reset").status == .notFound)
+            #expect(try await api.call(.delete, "/admin/v1/apps/\(appId)/email-templates/signUp/FR").status == .methodNotAllowed)
+            let resets = try await api.call(.get, "/admin/v1/apps/\(appId)/logs").object["logs"]?.arrayValue?
+                .filter { $0.objectValue?["action"] == .string("template.reset") }
+            #expect(resets?.count == 1)
         }
     }
 }

@@ -18,6 +18,19 @@ struct OpenAPITests {
         #expect(routes.count >= 25)
     }
 
+    @Test("no request path matches two documented paths (a literal segment where another path has a parameter)")
+    func unambiguousPaths() {
+        let paths = Set(openAPIOperations().map(\.path)).sorted()
+        func overlap(_ a: String, _ b: String) -> Bool {
+            let x = a.split(separator: "/"), y = b.split(separator: "/")
+            return x.count == y.count && zip(x, y).allSatisfy { $0 == $1 || $0.hasPrefix("{") || $1.hasPrefix("{") }
+        }
+        for (i, a) in paths.enumerated() {
+            for b in paths[(i + 1)...] { #expect(!overlap(a, b), "\(a) and \(b) match the same requests") }
+        }
+        #expect(overlap("/u/{id}/x", "/u/revoke/x") && !overlap("/u/{id}", "/u/{id}/x"))
+    }
+
     @Test("the document is served as OpenAPI 3.1 and every $ref resolves")
     func servedDocument() async throws {
         try await TestEnvironment.withAPI { api in

@@ -93,7 +93,7 @@ struct SessionTests {
 
             // Sign out everywhere.
             let third = try await login(sdk, handle, "two", userAgent: "Third")
-            let everywhere = try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/sessions")
+            let everywhere = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user)/revoke-sessions")
             #expect(everywhere.status == .ok && everywhere.object["revokedSessions"] == .int(2), "\(everywhere.text)")
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: phone)) == 405)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: third)) == 405)
@@ -169,7 +169,7 @@ struct SessionTests {
                 handle: handle, appId: appId, scope: "user", iat: now, exp: now + 3600, uid: user, ver: 0, sid: "not-a-uuid"))
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: badSid)) == 405)
             // Sign out everywhere ends the kept session-less token too.
-            #expect((try await api.call(.delete, "/admin/v1/apps/\(appId)/users/\(user)/sessions")).status == .ok)
+            #expect((try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user)/revoke-sessions")).status == .ok)
             #expect(code(try await sdk.get("/api/appuser/getUser", accessToken: mine)) == 405)
         }
     }

@@ -74,10 +74,25 @@ struct WebhookTests {
             """, as: String?.self).flatMap { $0 } ?? "-"
     }
 
-    @Test("the event types are the 18 of the issue")
-    func eventTypes() {
-        #expect(EventType.allCases.count == 24)
-        #expect(Set(EventType.allCases.map(\.rawValue)).contains("user.second_factor.enabled"))
+    @Test("EventType declares every event type once; the README's list and the DocC table name exactly those")
+    func eventTypes() throws {
+        let declared = EventType.allCases.map(\.rawValue)
+        #expect(declared.count == Set(declared).count && declared.count == 24)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        func codeSpans(_ text: Substring) -> [String] {
+            text.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        }
+        // README: the **Events** paragraph, up to "The body is".
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "**Events**: "))
+        let end = try #require(readme.range(of: "The body is", range: start.upperBound..<readme.endIndex))
+        #expect(codeSpans(readme[start.upperBound..<end.lowerBound]) == declared)
+        // DocC: the first cell of each row of the "Event types" table.
+        let docc = try String(contentsOf: root.appendingPathComponent("Sources/CosyncAuth/CosyncAuth.docc/EventStream.md"), encoding: .utf8)
+        let section = try #require(docc.range(of: "## Event types"))
+        let rows = docc[section.upperBound...].split(separator: "\n").drop { !$0.hasPrefix("|") }.prefix { $0.hasPrefix("|") }
+        let listed = rows.dropFirst(2).compactMap { row in codeSpans(row.split(separator: "|").first ?? "").first }
+        #expect(listed == declared)
     }
 
     @Test("signup, login, wrong password, lockout, password change and delete each deliver their event, signed, without secrets")

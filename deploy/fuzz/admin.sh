@@ -2,7 +2,8 @@
 # Fuzzes the admin API against its own OpenAPI document with schemathesis (PyPI):
 #   deploy/fuzz/admin.sh BASE_URL OPERATOR_TOKEN
 # Every check (`--checks all`), all phases (examples, coverage, fuzzing, stateful through the
-# document's `links`), with no relaxation. hooks.py puts the ids of live objects (seed.py makes them
+# document's `links` and the links schemathesis infers), with schemathesis's default settings: no
+# configuration file, no relaxation. hooks.py puts the ids of live objects (seed.py makes them
 # through the admin and end-user APIs) into half of the generated path parameters, so that every
 # operation also runs against objects that exist. Exits non-zero on any failure, and when an operation
 # never reached a live object (reach.py: no 2xx or 409 answer). The server must already run
@@ -45,7 +46,7 @@ REPORT_ARGS=(--report junit,ndjson,vcr --report-dir "$REPORT_DIR" --report-vcr-p
 set +e
 PYTHONPATH="$ROOT/deploy/fuzz${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=hooks \
 COSYNC_FUZZ_BASE_URL="$BASE_URL" COSYNC_FUZZ_OPERATOR_TOKEN="$TOKEN" \
-"$VENV/bin/schemathesis" --config-file "$ROOT/deploy/fuzz/schemathesis.toml" --no-color run \
+"$VENV/bin/schemathesis" --no-color run \
   "$BASE_URL/admin/v1/openapi.json" \
   --checks all \
   --phases "${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}" \

@@ -114,17 +114,19 @@ public struct AppRecords: Sendable {
         return TemplateView(name: name, locale: locale, template: template, isDefault: false)
     }
 
-    public func deleteTemplate(appId: String, name: String, locale: String, actor: String) async throws {
+    /// Back to the built-in template: removes the app's own, if any (written to the audit log), and
+    /// answers the template that now applies. Resetting a template never customised changes nothing.
+    public func resetTemplate(appId: String, name: String, locale: String, actor: String) async throws -> TemplateView {
         let app = try await apps.row(appId: appId)
         try checkTemplateKey(name, locale, settings: app.settings)
+        guard let builtIn = EmailTemplate.builtIn(name) else { throw AdminFailure.notFound("template") }
         try await client.transaction(logger: logger) { db in
-            guard try await AppRecordStore.deleteTemplate(db, appRef: app.ref, name: name, locale: locale, logger: logger) else {
-                throw AdminFailure.notFound("template")
-            }
+            guard try await AppRecordStore.deleteTemplate(db, appRef: app.ref, name: name, locale: locale, logger: logger) else { return }
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "template.delete",
+                db, appRef: app.ref, appId: appId, actor: actor, action: "template.reset",
                 detail: ["template": .string(name), "locale": .string(locale)], logger: logger)
         }
+        return TemplateView(name: name, locale: locale, template: builtIn, isDefault: true)
     }
 
     // MARK: outbox and logs

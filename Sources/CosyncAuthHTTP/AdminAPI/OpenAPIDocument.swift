@@ -46,7 +46,7 @@ enum OpenAPIDocument {
                   auth: .operatorOrAppSecret, body: "PasswordInput", success: ("204", nil)),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/users/{userId}/sessions", summary: "A user's live sessions, newest first",
                   auth: .operatorOrAppSecret, success: ("200", "SessionList")),
-        Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/sessions",
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/users/{userId}/revoke-sessions",
                   summary: "Sign out everywhere: end every session and access token of the user",
                   auth: .operatorOrAppSecret, success: ("200", "SessionsRevoked")),
         Operation(method: "delete", path: "/admin/v1/apps/{appId}/users/{userId}/sessions/{sessionId}", summary: "End one session",
@@ -85,8 +85,9 @@ enum OpenAPIDocument {
                   success: ("200", "EmailTemplate")),
         Operation(method: "put", path: "/admin/v1/apps/{appId}/email-templates/{template}/{locale}",
                   summary: "Set a template", auth: .operatorOrAppSecret, body: "EmailTemplateInput", success: ("200", "EmailTemplate")),
-        Operation(method: "delete", path: "/admin/v1/apps/{appId}/email-templates/{template}/{locale}",
-                  summary: "Go back to the built-in template", auth: .operatorOrAppSecret, success: ("204", nil)),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/email-templates/{template}/{locale}/reset",
+                  summary: "Go back to the built-in template (answers it; a template never customised stays as it is)",
+                  auth: .operatorOrAppSecret, success: ("200", "EmailTemplate")),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/messages", summary: "The outbox of this app",
                   auth: .operatorOrAppSecret, success: ("200", "MessageList"), query: ["to", "limit", "cursor"]),
         Operation(method: "get", path: "/admin/v1/apps/{appId}/logs", summary: "Audit log",
@@ -518,18 +519,10 @@ enum OpenAPIDocument {
             (operationId(target), .object(["operationId": .string(operationId(target)),
                                            "parameters": .object(parameters.mapValues { .string($0) })]))
         }
-        // Two DELETEs leave their path readable by design: "sign out everywhere" (the session list
-        // then reads empty) and a template's reset (the path then reads the built-in template). No
-        // link leads into them, so that no linked DELETE → GET pair reads as a deleted resource still
-        // served; the fuzz's live objects reach them.
-        func keepsPath(_ target: Operation) -> Bool {
-            target.method == "delete"
-                && (target.path.hasSuffix("/sessions") || target.path.hasSuffix("/email-templates/{template}/{locale}"))
-        }
         func targets(under prefix: String, with names: Set<String>) -> [Operation] {
             operations.filter { target in
                 let params = Set(target.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) })
-                return target.path.hasPrefix(prefix) && params == names && target.path != op.path && !keepsPath(target)
+                return target.path.hasPrefix(prefix) && params == names && target.path != op.path
             }
         }
         let apps = "/admin/v1/apps/{appId}"
@@ -553,8 +546,8 @@ enum OpenAPIDocument {
                 .map { link(to: $0, ["appId": "$request.path.appId", "id": "$response.body#/\(kind)/0/id"]) }
         case ("post", "\(apps)/invites"):
             result = operations.filter { $0.method == "get" && $0.path == "\(apps)/invites" }.map { link(to: $0, ["appId": "$request.path.appId"]) }
-        case (_, "\(apps)/email-templates/{template}/{locale}") where op.method != "delete":
-            result = operations.filter { $0.path == op.path && $0.method != op.method && !keepsPath($0) }.map {
+        case (_, "\(apps)/email-templates/{template}/{locale}"):
+            result = operations.filter { $0.path.hasPrefix(op.path) && $0.method != op.method }.map {
                 link(to: $0, ["appId": "$request.path.appId", "template": "$response.body#/template", "locale": "$response.body#/locale"])
             }
         case ("post", "\(apps)/webhooks"):

@@ -13,7 +13,7 @@ struct RecordRoutes {
         app.delete("invites/:id") { try await deletePending(.invites, $0, $1) }
         app.get("email-templates/:template/:locale", use: showTemplate)
         app.put("email-templates/:template/:locale", use: putTemplate)
-        app.delete("email-templates/:template/:locale", use: deleteTemplate)
+        app.post("email-templates/:template/:locale/reset", use: resetTemplate)
         app.get("messages", use: messages)
         app.get("logs", use: logs)
     }
@@ -71,11 +71,11 @@ struct RecordRoutes {
         return JSONBody.response(view.json())
     }
 
-    @Sendable func deleteTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
+    @Sendable func resetTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
         let (name, locale) = templateKey(context)
-        try await services.records.deleteTemplate(appId: appId, name: name, locale: locale, actor: principal.auditName)
-        return Response(status: .noContent)
+        let view = try await services.records.resetTemplate(appId: appId, name: name, locale: locale, actor: principal.auditName)
+        return JSONBody.response(view.json())
     }
 
     @Sendable func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {

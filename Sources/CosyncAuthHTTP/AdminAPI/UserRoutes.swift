@@ -13,7 +13,7 @@ struct UserRoutes {
         app.delete("users/:userId", use: delete)
         app.post("users/:userId/password", use: setPassword)
         app.get("users/:userId/sessions", use: sessions)
-        app.delete("users/:userId/sessions", use: endAllSessions)
+        app.post("users/:userId/revoke-sessions", use: endAllSessions)
         app.delete("users/:userId/sessions/:sessionId", use: endSession)
     }
 
