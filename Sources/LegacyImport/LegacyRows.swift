@@ -113,7 +113,7 @@ extension LegacyImporter {
         if let name = doc.string("userName"), !name.isEmpty {
             // Legacy did not validate user names: any name without '@' or spaces, of at most 64 characters.
             let normalised = name.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-            if !normalised.isEmpty, normalised.unicodeScalars.count <= 64, !normalised.contains("@"), !normalised.contains(where: \.isWhitespace) {
+            if !normalised.isEmpty, normalised.unicodeScalars.count <= 64, !Identifiers.hasAt(normalised), !normalised.contains(where: \.isWhitespace) {
                 fields["user_name"] = .string(normalised)
             } else {
                 notes.adjust("users", legacyId, app.appId, handle, "userName '\(name)' is not a valid user name; dropped")

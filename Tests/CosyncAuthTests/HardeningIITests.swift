@@ -344,6 +344,35 @@ struct HardeningIITests {
         }
     }
 
+    @Test("an @ that an emoji modifier or a combining mark follows is still an @; an admin handle's length counts as sent (admin fuzz)")
+    func atSignIsACodePoint() async throws {
+        #expect(Identifiers.hasAt("a@\u{1F3FB}b.example") && Identifiers.hasAt("a@\u{301}b.example") && !Identifiers.hasAt("ab.example"))
+        #expect(Identifiers.localPart("ab\u{301}@\u{1F3FB}x") == "ab\u{301}")
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("At", settings: ["signupFlow": .string("none"), "anonymousLoginEnabled": .bool(true)])
+            let appId = created.string("appId")
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            // An e-mail handle whose @ carries a modifier: an e-mail handle, not a user name (606 before).
+            let login = try await sdk.post("/api/appuser/login", [("handle", "nobody@\u{1F3FB}x.example"), ("password", SDK.md5("pw"))])
+            #expect(code(login) == 600, "\(login.text)")
+            // The admin upgrade takes it as an e-mail address (422 before).
+            let anon = "ANON_\(Secrets.hexIdentifier().prefix(12))"
+            #expect(try await sdk.post("/api/appuser/loginAnonymous", [("handle", anon)]).status == .ok)
+            let user = try #require(try await TestEnvironment.value("SELECT id FROM users WHERE handle = \(anon)", as: UUID.self))
+            let upgraded = try await api.call(.post, "/admin/v1/apps/\(appId)/users/\(user.uuidString.lowercased())/upgrade",
+                                              json: .object(["handle": .string("u\(Secrets.hexIdentifier().prefix(6))@\u{1F3FB}x.example"), "password": .string("Secret-1")]))
+            #expect(upgraded.status == .ok, "\(upgraded.text)")
+            // 254 code points once trimmed but 264 as sent: refused with 422 (was created), nothing stored.
+            let padded = String(repeating: " ", count: 10) + String(repeating: "p", count: 240) + "@x.example"
+            for (path, body) in [("users", ["handle": JSONValue.string(padded), "password": .string("Secret-1")]), ("invites", ["handle": .string(padded)])] {
+                let reply = try await api.call(.post, "/admin/v1/apps/\(appId)/\(path)", json: .object(body))
+                #expect(reply.status == .unprocessableContent && reply.errorField == "handle", "\(path): \(reply.text)")
+            }
+            let trimmed = padded.trimmingCharacters(in: .whitespaces)
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM users WHERE handle = \(trimmed)", as: Int.self) == 0)
+        }
+    }
+
     // MARK: contract detail found by AppKeySwift
 
     @Test("loginComplete with a credential registered only in another app (same RP ID) is 614 passkeyNotExist")

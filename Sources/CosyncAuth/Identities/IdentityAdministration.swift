@@ -134,7 +134,7 @@ extension UserAdministration {
             guard let raw = input["handle"]?.stringValue else {
                 throw AdminFailure.invalid(FieldError("handle", "required", "is required and must be a string"))
             }
-            guard let handle = Identifiers.normalizedHandle(raw), handle.contains("@") else {
+            guard let handle = Identifiers.adminHandle(raw, email: true) else {
                 throw AdminFailure.invalid(FieldError("handle", "invalid_value", "must be an e-mail address of 1-254 characters"))
             }
             guard let password = input["password"]?.stringValue else {

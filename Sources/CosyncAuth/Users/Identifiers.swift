@@ -9,8 +9,26 @@ public enum Identifiers {
     public static func handle(_ raw: String, keepingAnonymous: Bool = false) -> String {
         if keepingAnonymous, raw.contains("ANON_") { return raw.trimmingCharacters(in: .whitespacesAndNewlines) }
         var handle = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        if handle.contains("@") { handle = handle.replacingOccurrences(of: " ", with: "+") }
+        if hasAt(handle) { handle = handle.replacingOccurrences(of: " ", with: "+") }
         return handle
+    }
+
+    /// A handle of the admin API: also at most 254 code points as sent (what its OpenAPI schema's
+    /// `maxLength` counts, white space included), and with `email`, one that holds an `@`.
+    public static func adminHandle(_ raw: String, email: Bool = false) -> String? {
+        guard raw.unicodeScalars.count <= 254, let handle = normalizedHandle(raw), !email || hasAt(handle) else { return nil }
+        return handle
+    }
+
+    /// Whether a handle names an e-mail address: it holds the code point `@`. Not `String.contains("@")`,
+    /// which compares grapheme clusters: an `@` followed by a combining mark or an emoji modifier is
+    /// one cluster that is not `"@"`, and such a handle would pass for a user name (the legacy server
+    /// looked for the character itself).
+    public static func hasAt(_ text: some StringProtocol) -> Bool { text.unicodeScalars.contains("@") }
+
+    /// The part of an e-mail address before its first `@` code point (the whole text when it has none).
+    public static func localPart(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix { $0 != "@" }))
     }
 
     /// True for an anonymous handle (`ANON_`, kept as typed: every other handle is lower-cased). Such a

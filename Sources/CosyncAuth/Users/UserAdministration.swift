@@ -27,7 +27,7 @@ public struct UserAdministration: Sendable {
         guard let rawHandle = input["handle"]?.stringValue else {
             throw AdminFailure.invalid(FieldError("handle", "required", "is required and must be a string"))
         }
-        guard let handle = Identifiers.normalizedHandle(rawHandle) else {
+        guard let handle = Identifiers.adminHandle(rawHandle) else {
             throw AdminFailure.invalid(FieldError("handle", "invalid_value", "must be 1-254 characters without spaces"))
         }
         guard let password = input["password"]?.stringValue else {

@@ -76,7 +76,7 @@ public enum AppKeyHandle: Sendable, Equatable {
             return nil
         }
         if text.hasPrefix("ANON_") { return .anonymous(isAnonymous(text) ? text : "") }
-        if text.contains("@") {
+        if Identifiers.hasAt(text) {
             let email = text.replacingOccurrences(of: " ", with: "+").lowercased()
             return isEmail(email) ? .email(email) : nil
         }
@@ -103,8 +103,8 @@ public enum AppKeyHandle: Sendable, Equatable {
     }
 
     static func isEmail(_ text: String) -> Bool {
-        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, !text.contains(where: \.isWhitespace) else { return false }
+        let parts = text.unicodeScalars.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !text.unicodeScalars.contains(where: \.properties.isWhitespace) else { return false }
         let domain = parts[1].split(separator: ".", omittingEmptySubsequences: false)
         guard domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }), let tld = domain.last, tld.count >= 2 else { return false }
         return true

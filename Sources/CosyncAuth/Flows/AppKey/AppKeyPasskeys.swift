@@ -137,7 +137,7 @@ extension AppKeyFlows {
                 try await flows.outbox.sms(
                     db, app: app, locale: user.locale, to: user.handle, values: ["CODE": token, "HANDLE": user.handle],
                     perNumberPerHour: flows.settings.smsPerNumberPerHour, logger: logger)
-            } else if user.handle.contains("@") {
+            } else if Identifiers.hasAt(user.handle) {
                 try await flows.outbox.email(
                     db, app: app, template: "resetPasskey", locale: user.locale, to: user.handle, values: ["HANDLE": user.handle, "CODE": token],
                     logger: logger)

@@ -40,7 +40,7 @@ extension AppKeyFlows {
                 : AppKeyError.invalidToken.with("the token carries no verified e-mail for the handle")
         }
         guard app.settings.signupEnabled else { throw AppKeyError.signupNotSupported }
-        let display = names?.display ?? String(handle.split(separator: "@").first ?? Substring(handle))
+        let display = names?.display ?? Identifiers.localPart(handle)
         let (user, access) = try await client.transaction(logger: logger) { db -> (User, String) in
             if let existing = try await UserStore.user(db, appRef: app.ref, handle: handle, logger: logger) {
                 throw existing.loginProvider.isEmpty ? AppKeyError.emailAccountExists : Self.accountExists(existing)

@@ -13,7 +13,7 @@ extension EndUserFlows {
         try requireActive(app)
         try requireActiveUser(inviter)
         guard app.settings.invitationEnabled else { throw EndUserError.invitationDisabled }
-        guard Identifiers.normalizedHandle(invitee) != nil, invitee.contains("@") else { throw EndUserError.invalidData }
+        guard Identifiers.normalizedHandle(invitee) != nil, Identifiers.hasAt(invitee) else { throw EndUserError.invalidData }
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidMetadata }
         let metadata = app.settings.metaDataInvite.isEmpty ? [:] : try Metadata.filter(parsed ?? [:], fields: app.settings.metaDataInvite)
         if try await client.withConnection({ try await UserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
@@ -30,7 +30,7 @@ extension EndUserFlows {
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of an invite"))
         }
-        guard let raw = input["handle"]?.stringValue, Identifiers.normalizedHandle(raw) != nil, raw.contains("@") else {
+        guard let raw = input["handle"]?.stringValue, Identifiers.adminHandle(raw, email: true) != nil else {
             throw AdminFailure.invalid(FieldError("handle", "invalid_value", "must be an e-mail address"))
         }
         let invitee = Identifiers.handle(raw)

@@ -10,7 +10,7 @@ extension EndUserFlows {
     public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
         let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
-        if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
+        if !Identifiers.hasAt(handle) && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         try requireActive(app)
         // No account has a longer handle (users.handle is 1-254 code points, as PostgreSQL counts them;
         // Swift's character count lets one letter carry thousands of combining marks): nothing to find

@@ -11,7 +11,7 @@ extension EndUserFlows {
     public func forgotPassword(app: App, fields: Fields, clientAddress: String? = nil) async throws {
         let identifier = Identifiers.handle(try fields.require("handle"))
         try requireActive(app)
-        if !identifier.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
+        if !Identifiers.hasAt(identifier) && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
         guard let user = try await client.withConnection({
             try await UserStore.user($0, appRef: app.ref, handleOrUserName: identifier, logger: logger)
         }) else { throw EndUserError.accountDoesNotExist }

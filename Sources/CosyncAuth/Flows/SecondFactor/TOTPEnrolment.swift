@@ -36,7 +36,7 @@ extension EndUserFlows {
         try await client.transaction(logger: logger) { db in
             try await lockCaller(db, app: app, userId: user.id)
             try await UserStore.setTOTP(db, userId: user.id, sealed: sealed, logger: logger)
-            if user.handle.contains("@") {
+            if Identifiers.hasAt(user.handle) {
                 try await outbox.email(
                     db, app: app, template: "qrCode", locale: user.locale, to: user.handle,
                     values: ["CODE": displayKey, "HANDLE": user.handle], attachment: (name: "QRCode.png", data: png), logger: logger)

@@ -17,8 +17,8 @@ extension EndUserFlows {
         try requireActive(app)
         if let handleField, let password {
             let handle = Identifiers.handle(handleField)
-            if handle.contains("@") && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }
-            if !handle.contains("@") && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
+            if Identifiers.hasAt(handle) && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }
+            if !Identifiers.hasAt(handle) && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
             guard let target = try await client.withConnection({
                 try await UserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
             }), target.id == user.id else { throw EndUserError.invalidCredentials }
