@@ -3,7 +3,7 @@ import CosyncAuth
 import Foundation
 
 /// `cosyncauth bench-bcrypt`: the bcrypt ceiling of this machine, measured on the same bounded pool
-/// the server hashes on (NIO's thread pool, one thread per core). deploy/bench/login.sh prints it next
+/// the server hashes on (NIO's thread pool, one thread per core). tools/bench/login.sh prints it next
 /// to the measured login rate.
 struct BenchBcrypt: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

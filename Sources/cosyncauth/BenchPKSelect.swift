@@ -6,7 +6,7 @@ import PostgresNIO
 /// `cosyncauth bench-pk-select`: the ceiling of a one-query read route on this machine: primary-key
 /// SELECTs of a user row (bound parameter, random existing ids, every column decoded) from C
 /// concurrent tasks, on a PostgresClient built exactly as `serve` builds its own (same URL parsing,
-/// same pool size). deploy/bench/login.sh prints getUser req/s next to it.
+/// same pool size). tools/bench/login.sh prints getUser req/s next to it.
 struct BenchPKSelect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-pk-select",

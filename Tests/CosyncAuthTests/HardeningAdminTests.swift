@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-/// Hostile input on the admin API (what deploy/fuzz/admin.sh checks with schemathesis): a NUL in a
+/// Hostile input on the admin API (what Tests/system/fuzz/admin.sh checks with schemathesis): a NUL in a
 /// JSON body or a query parameter is refused before any SQL, and an undeclared method is a 405.
 @Suite("Admin API hardening")
 struct HardeningAdminTests {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-/// Hostile input at the edge of the end-user API (what deploy/fuzz/enduser.py found): a NUL in a field
+/// Hostile input at the edge of the end-user API (what Tests/system/fuzz/enduser.py found): a NUL in a field
 /// name or value, bodies over the 1 MiB limit, handles longer than any account's. Each must get a
 /// clean 4xx answer, never `{"code":500,"message":"internal server error"}`.
 @Suite("Hardening: end-user edge")

@@ -8,7 +8,7 @@ import PostgresNIO
 import Testing
 import _CryptoExtras
 
-/// The legacy fixture generator (deploy/legacy/make_fixture.py) and the import, end to end.
+/// The legacy fixture generator (Tests/system/legacy/make_fixture.py) and the import, end to end.
 enum LegacyFixture {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
@@ -18,7 +18,7 @@ enum LegacyFixture {
 
     static func python() throws -> String {
         guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
-            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
+            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with Tests/test.sh")
         }
         return python
     }
@@ -29,7 +29,7 @@ enum LegacyFixture {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try python())
         let now = Date.ISO8601FormatStyle().format(Date())
-        process.arguments = [root.appendingPathComponent("deploy/legacy/make_fixture.py").path, folder.path, "--encrypt-key", "jojo123", "--seed", "7", "--now", now] + extra
+        process.arguments = [root.appendingPathComponent("Tests/system/legacy/make_fixture.py").path, folder.path, "--encrypt-key", "jojo123", "--seed", "7", "--now", now] + extra
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
@@ -236,7 +236,7 @@ struct LegacyImportTests {
         return (url, client, Task { await client.run() })
     }
 
-    /// Starts `cosyncauth import-legacy` (the binary deploy/test.sh built) on a database.
+    /// Starts `cosyncauth import-legacy` (the binary Tests/test.sh built) on a database.
     static func importer(_ url: String, _ arguments: [String]) throws -> Process {
         let process = Process()
         process.executableURL = LegacyFixture.root.appendingPathComponent(".build/debug/cosyncauth")
@@ -260,7 +260,7 @@ struct LegacyImportTests {
         let zip = folder.appendingPathComponent("export.zip")
         let make = Process()
         make.executableURL = URL(fileURLWithPath: try LegacyFixture.python())
-        make.arguments = [LegacyFixture.root.appendingPathComponent("deploy/legacy/make_export_zip.py").path, folder.path, appA.string("appId"), zip.path]
+        make.arguments = [LegacyFixture.root.appendingPathComponent("Tests/system/legacy/make_export_zip.py").path, folder.path, appA.string("appId"), zip.path]
         try make.run()
         make.waitUntilExit()
         try #require(make.terminationStatus == 0)

@@ -19,7 +19,7 @@ struct OperationsTests {
         for (built, file) in zip(embedded, files) {
             var text = file.sql
             while text.hasSuffix("\n") { text.removeLast() }
-            #expect(built.sql == text, "migration \(file.version) differs: run deploy/dev/embed-migrations.sh")
+            #expect(built.sql == text, "migration \(file.version) differs: run tools/embed-migrations.sh")
         }
         #expect(Migrator.builtIn().latestVersion == files.last?.version)
     }

@@ -333,13 +333,13 @@ struct SecondFactorTests {
 }
 
 /// Decodes a QR PNG with the decoder the test command installs (zxing-cpp from PyPI, through
-/// deploy/qr-decode.py; COSYNC_TEST_PYTHON names the Python that has it).
+/// Tests/system/qr-decode.py; COSYNC_TEST_PYTHON names the Python that has it).
 enum QRDecoder {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
     static func decode(png: Data) throws -> String {
         guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
-            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
+            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with Tests/test.sh")
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("qr-\(UUID().uuidString).png")
@@ -347,7 +347,7 @@ enum QRDecoder {
         defer { try? FileManager.default.removeItem(at: file) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [root.appendingPathComponent("deploy/qr-decode.py").path, file.path]
+        process.arguments = [root.appendingPathComponent("Tests/system/qr-decode.py").path, file.path]
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -608,7 +608,7 @@ struct WebAuthnTests {
     @Test("cross-check: the fido2 Python package accepts and refuses the same fixtures, and reads the same key")
     func fido2CrossCheck() throws {
         guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
-            Issue.record("COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
+            Issue.record("COSYNC_TEST_PYTHON is not set: run the tests with Tests/test.sh")
             return
         }
         let ca = TestCA(withIntermediate: true)
@@ -663,7 +663,7 @@ struct WebAuthnTests {
         try Data(input.utf8).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("deploy/webauthn/fido2_check.py")
+            .appendingPathComponent("Tests/system/webauthn/fido2_check.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [script.path]

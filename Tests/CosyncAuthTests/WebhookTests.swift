@@ -4,7 +4,7 @@ import PostgresNIO
 import Testing
 
 /// Signed webhooks end to end: flows write events in their transactions, the test run's webhook
-/// worker delivers them to deploy/webhooks/receiver.py, which verifies every signature with the
+/// worker delivers them to Tests/system/webhooks/receiver.py, which verifies every signature with the
 /// `standardwebhooks` package. Real PostgreSQL, real HTTP on 127.0.0.1.
 @Suite("Webhooks: events, signatures, retries, rotation, SSRF guard, dead letters, ordering")
 struct WebhookTests {

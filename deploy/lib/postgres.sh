@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # PostgreSQL helpers shared by deploy/run.sh (a persistent private cluster under the project folder)
-# and deploy/test.sh (a throwaway cluster). Source this file; functions return non-zero on failure.
+# and Tests/test.sh (a throwaway cluster). Source this file; functions return non-zero on failure.
 #
 # initdb refuses to run as root, so when we are root the cluster belongs to a dedicated OS user
 # (the `postgres` user that Debian's package creates; we create it when it is missing).

@@ -21,7 +21,7 @@ import ServiceLifecycle
 ///    jitter), or `dead` once the schedule is used up. Every attempt is logged in `webhook_attempts`.
 ///
 /// Batches exist for the cost under load: a login that writes one event for two endpoints should cost
-/// its node next to nothing beyond the bcrypt hash (`deploy/bench/webhooks.sh` measures it): one claim
+/// its node next to nothing beyond the bcrypt hash (`tools/bench/webhooks.sh` measures it): one claim
 /// statement per batch, and one mark statement per delivered message.
 ///
 /// Marks are per delivery so that nothing one endpoint (or tenant) does reaches another's: a slow or

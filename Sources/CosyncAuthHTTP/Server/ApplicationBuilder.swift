@@ -51,7 +51,7 @@ public func buildApplication(
     return Application(
         router: buildResponder(services: services),
         // A connection that sends nothing for 60 s (idle keep-alive, a half-sent request head, a CONNECT
-        // "tunnel") is closed; without it such connections stayed open for ever (found by deploy/fuzz).
+        // "tunnel") is closed; without it such connections stayed open for ever (found by Tests/system/fuzz).
         server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "CosyncAuth"),
         services: runDeliveryWorker

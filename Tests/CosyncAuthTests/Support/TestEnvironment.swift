@@ -8,7 +8,7 @@ import PostgresNIO
 import Testing
 
 /// One PostgreSQL client and one set of services for the whole test run, against the throwaway
-/// database that deploy/test.sh starts (DATABASE_URL). Tests isolate themselves by creating their
+/// database that Tests/test.sh starts (DATABASE_URL). Tests isolate themselves by creating their
 /// own apps; nothing is mocked.
 enum TestEnvironment {
     static let operatorToken = "cop_test_" + Secrets.hexIdentifier()
@@ -23,7 +23,7 @@ enum TestEnvironment {
 
     static let shared = Task<CosyncServices, any Error> {
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
-            throw ConfigurationError("DATABASE_URL", "is not set: run the tests with deploy/test.sh")
+            throw ConfigurationError("DATABASE_URL", "is not set: run the tests with Tests/test.sh")
         }
         var logger = Logger(label: "tests")
         logger.logLevel = .warning

@@ -1,7 +1,7 @@
 import CosyncAuth
 import Foundation
 
-/// deploy/webhooks/receiver.py in a process of its own: it verifies every request with the
+/// Tests/system/webhooks/receiver.py in a process of its own: it verifies every request with the
 /// `standardwebhooks` package (COSYNC_TEST_PYTHON has it) and is driven through files in its folder.
 final class WebhookReceiver: Sendable {
     struct Failure: Error, CustomStringConvertible { let description: String }
@@ -36,7 +36,7 @@ final class WebhookReceiver: Sendable {
 
     static func start() async throws -> WebhookReceiver {
         guard let python = ProcessInfo.processInfo.environment["COSYNC_TEST_PYTHON"], !python.isEmpty else {
-            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with deploy/test.sh")
+            throw Failure(description: "COSYNC_TEST_PYTHON is not set: run the tests with Tests/test.sh")
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
@@ -44,7 +44,7 @@ final class WebhookReceiver: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [root.appendingPathComponent("deploy/webhooks/receiver.py").path, folder.path]
+        process.arguments = [root.appendingPathComponent("Tests/system/webhooks/receiver.py").path, folder.path]
         // Neither output may hold the test runner's pipes open after the tests end.
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

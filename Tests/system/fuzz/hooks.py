@@ -1,0 +1,170 @@
+"""Schemathesis hooks for Tests/system/fuzz/admin.sh (loaded through SCHEMATHESIS_HOOKS=hooks). They only
+help generation: nothing here looks at a response or decides whether a check passed.
+
+1. The `webhook-url` string format of the document (an https URL whose host resolves only to public
+   addresses, decided by DNS when the endpoint is saved) gets a generator: https URLs of public IPv4
+   literals (the fuzz machine may have no DNS), with a random port and path.
+2. The one app rule a JSON Schema cannot state: in `metaData` and `metaDataInvite`, no descriptor's
+   `path` may equal another's or be a dotted prefix of it (one JWT claim would overwrite the other);
+   the server answers 422 `duplicate` naming the field. Before a positive request to create or change
+   an app is sent, a descriptor whose path overlaps an earlier one gets a fresh path, so that
+   "schema-valid" keeps meaning "accepted". Nothing else in a generated request is changed, and
+   negative (schema-breaking) requests are sent as generated.
+3. Real ids (Tests/system/fuzz/seed.py): every other positive draw of an operation's path parameters (all
+   of them generated, none taken from a link) is replaced by the ids of live objects the operation needs:
+   an app, a user, a session, an identity, a passkey, a pending signup, an invite, a template, a webhook
+   endpoint, a delivered webhook message. Drawing leaves a placeholder (quick, so generation stays fast);
+   before the call, the placeholder becomes the ids, made through the server's APIs when needed (a
+   DELETE gets an object of its own). So every operation also runs against objects that exist, in the
+   fuzzing and stateful phases, and the stateful phase follows links from real objects. Negative draws
+   and link values are never touched. Needs COSYNC_FUZZ_BASE_URL and COSYNC_FUZZ_OPERATOR_TOKEN
+   (admin.sh sets them); without them nothing is replaced.
+"""
+import itertools
+import os
+import sys
+
+import schemathesis
+from hypothesis import strategies as st
+
+from schemathesis.transport.serialization import quote_all
+
+try:
+    from schemathesis.generation.value import GeneratedValue
+except ImportError:  # another schemathesis layout: every drawn value is taken for a plain one
+    GeneratedValue = ()
+
+# CPython 3.11 before 3.11.8 (gh-106905) can raise "SystemError: AST constructor recursion depth
+# mismatch" from ast.parse when it runs deep in a worker thread's stack. Hypothesis calls ast.parse
+# only to pretty-print a lambda for a strategy's repr, and schemathesis's coverage phase reports the
+# SystemError as a runtime error of the fuzz run (a failed CI run with Python 3.11.7, nothing to do
+# with the server). A lambda whose source cannot be parsed gets Hypothesis's own "unknown" description
+# instead; what is generated and sent does not change.
+try:
+    from hypothesis.internal import lambda_sources as _lambda_sources
+
+    _describe = _lambda_sources._lambda_description
+
+    def _lambda_description_tolerant(f, *args, **kwargs):
+        try:
+            return _describe(f, *args, **kwargs)
+        except (SystemError, RecursionError):
+            return "lambda *args, **kwargs: <unknown>"
+
+    _lambda_sources._lambda_description = _lambda_description_tolerant
+except (ImportError, AttributeError):  # another Hypothesis layout: nothing to patch
+    pass
+
+# Public addresses (outside every network WebhookURLGuard blocks).
+PUBLIC_HOSTS = ("1.1.1.1", "8.8.8.8", "9.9.9.9", "93.184.215.14", "151.101.1.69", "140.82.112.3")
+PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@"
+schemathesis.openapi.format(
+    "webhook-url",
+    st.builds(
+        lambda host, port, path, query: f"https://{host}{port}/{path}{query}",
+        st.sampled_from(PUBLIC_HOSTS),
+        st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")),
+        st.text(PATH_CHARS + "/", max_size=40),
+        st.one_of(st.just(""), st.text(PATH_CHARS + "/?", max_size=20).map(lambda q: "?" + q)),
+    ),
+)
+
+APP_PATHS = ("/admin/v1/apps", "/admin/v1/apps/{appId}")
+
+
+def _overlaps(parts, other):
+    shorter = min(len(parts), len(other))
+    return parts[:shorter] == other[:shorter]
+
+
+def _separate(descriptors):
+    if not isinstance(descriptors, list):
+        return
+    seen = []
+    for index, item in enumerate(descriptors):
+        path = item.get("path") if isinstance(item, dict) else None
+        if not isinstance(path, str):
+            continue
+        parts = path.split(".")
+        if any(_overlaps(parts, other) for other in seen):
+            fresh = f"fuzz{index}"
+            while any(_overlaps([fresh], other) for other in seen):
+                fresh += "x"
+            item["path"] = fresh
+            parts = [fresh]
+        seen.append(parts)
+
+
+_WORLD = []
+_PLACEHOLDER = "cosyncseed"
+_drawn = {}  # placeholder number -> the generated values (sent when no live object can be had)
+_numbers = itertools.count(1)
+_counts = {}  # operation -> positive draws of its path parameters so far
+
+
+def _world():
+    if not _WORLD:
+        base, token = os.environ.get("COSYNC_FUZZ_BASE_URL"), os.environ.get("COSYNC_FUZZ_OPERATOR_TOKEN")
+        if base and token:
+            import seed
+
+            _WORLD.append(seed.World(base, token))
+        else:
+            _WORLD.append(None)
+    return _WORLD[0]
+
+
+@schemathesis.hook
+def before_generate_path_parameters(context, strategy):
+    operation = context.operation
+    if operation is None or _world() is None:
+        return strategy
+    names = {parameter.name for parameter in operation.path_parameters}
+    label = f"{operation.method} {operation.path}"
+
+    def place(value):
+        # A value a mutation made (negative) stays as drawn; a positive one may come plain or wrapped.
+        wrapped = isinstance(value, GeneratedValue)
+        if wrapped and value.meta is not None:
+            return value
+        params = value.value if wrapped else value
+        if not isinstance(params, dict) or set(params) != names:
+            return value
+        # Every other positive draw of the operation (the first one included) gets live objects.
+        count = _counts[label] = _counts.get(label, 0) + 1
+        if count % 2 == 0:
+            return value
+        number = next(_numbers)
+        _drawn[number] = dict(params)
+        placeholders = {name: f"{_PLACEHOLDER}{number}" for name in params}
+        return GeneratedValue(placeholders, None) if wrapped else placeholders
+
+    return strategy.map(place)
+
+
+def _live_ids(case):
+    params = case.path_parameters or {}
+    marks = [v for v in params.values() if isinstance(v, str) and v.startswith(_PLACEHOLDER)]
+    if not marks:
+        return
+    number = int(marks[0][len(_PLACEHOLDER):])
+    try:
+        ids = _world().ids(case.method, case.operation.path)
+    except Exception as error:  # the server refused to make an object: send the generated values
+        print(f"hooks: no live object for {case.method} {case.operation.path}: {error}", file=sys.stderr)
+        ids = None
+    # The generated values go out quoted, as schemathesis sends path parameters.
+    case.path_parameters = ids if ids and set(ids) == set(params) else quote_all(dict(_drawn[number]))
+    if os.environ.get("COSYNC_FUZZ_HOOKS_DEBUG"):
+        print(f"hooks: {case.method} {case.operation.path} <- {case.path_parameters}", file=sys.stderr)
+
+
+@schemathesis.hook
+def before_call(context, case, **kwargs):
+    _live_ids(case)
+    meta = getattr(case, "meta", None)
+    if meta is not None and not meta.generation.mode.is_positive:
+        return
+    if case.operation.path in APP_PATHS and case.method.upper() in ("POST", "PATCH") and isinstance(case.body, dict):
+        _separate(case.body.get("metaData"))
+        _separate(case.body.get("metaDataInvite"))
