@@ -503,4 +503,31 @@ struct HardeningIITests {
             #expect(try await TestEnvironment.value("SELECT count(*)::int FROM apps WHERE app_id = \(appId)", as: Int.self) == 0)
         }
     }
+
+    @Test("deleting an app while a PATCH of it waits for its webhook endpoints: no deadlock, no 500 (found by the admin fuzz)")
+    func deleteAppRacingPatch() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("Patched", settings: ["signupFlow": .string("none")])
+            let appId = created.string("appId")
+            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
+                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("app.updated")]),
+            ]))
+            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            // The endpoint row is held; the deletion queues for it first, then the PATCH (whose
+            // app.updated delivery needs it). Before: the PATCH held the app row, the deletion took the
+            // endpoint and then waited for the app row: 40P01, answered 500.
+            let holder = try await TestEnvironment.holding("SELECT 1 FROM webhook_endpoints WHERE id = \(endpointId) FOR UPDATE", for: .milliseconds(1500))
+            // The deletion through the core (the test client has one connection, so two HTTP calls
+            // would run one after the other), the PATCH through the API.
+            let services = try await TestEnvironment.services()
+            let deletion = Task { try await services.apps.delete(appId: appId, actor: "test") }
+            try await Task.sleep(for: .milliseconds(300))
+            let patched = try await api.call(.patch, "/admin/v1/apps/\(appId)", json: .object(["name": .string("Renamed")]))
+            let deleted = await deletion.result
+            _ = await holder.result
+            if case .failure(let error) = deleted { Issue.record("the deletion failed: \(String(reflecting: error))") }
+            #expect(patched.status == .ok || patched.status == .notFound, "\(patched.status) \(patched.text)")
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM apps WHERE app_id = \(appId)", as: Int.self) == 0)
+        }
+    }
 }

@@ -69,8 +69,11 @@ public enum AppStore {
         return row
     }
 
+    /// The app; with `forUpdate`, its row locked for a change of the app (`FOR NO KEY UPDATE`: changes
+    /// of one app wait for each other, while user, audit and event writes, which only need the row to
+    /// stay, go on).
     public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> App? {
-        let lock = forUpdate ? " FOR UPDATE" : ""
+        let lock = forUpdate ? " FOR NO KEY UPDATE" : ""
         let rows = try await db.query(
             "SELECT \(unescaped: appColumns) FROM apps WHERE app_id = \(appId)\(unescaped: lock)", logger: logger)
         return try await decodeApps(rows).first
@@ -131,6 +134,11 @@ public enum AppStore {
 
     /// Deletes the app; the foreign keys cascade to everything it owns. Returns the internal id.
     public static func deleteApp(_ db: PostgresConnection, appId: String, logger: Logger) async throws -> Int64? {
+        // The app row first, locked as every change of the app locks it (`app(forUpdate:)`): a PATCH
+        // holds it and then needs the app's webhook endpoints (its app.updated deliveries), so taking
+        // the endpoints below before the app row deadlocked with it (40P01, found by the admin fuzz).
+        // The lock does not stop user writes (they only need the row to stay).
+        _ = try await app(db, appId: appId, forUpdate: true, logger: logger)
         // The users first, each row as a user write takes it: a user write holds its user row and
         // then needs the app row (the foreign key of its audit or event row), so deleting the app
         // row first and reaching the users through the cascade deadlocked with it (40P01).
