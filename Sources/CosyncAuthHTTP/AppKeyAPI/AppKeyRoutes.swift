@@ -168,7 +168,8 @@ struct AppKeyErrorMiddleware: RouterMiddleware {
     }
 
     static func response(_ error: AppKeyError) -> Response {
-        JSONBody.response(["code": .int(error.code), "message": .string(error.message)], status: .badRequest)
+        let (code, message) = AppKeyWireError.body(error)
+        return JSONBody.response(["code": .int(code), "message": .string(message)], status: .badRequest)
     }
 }
 

@@ -1,52 +1,66 @@
-/// An error of the AppKey API: HTTP 400 with `{"code": <int>, "message": <string>}` (<doc:AppKeyAPI> §3).
-/// The codes are the ones the AppKeySwift client maps to its `AppKeyError` cases.
+/// An error of the AppKey API (<doc:AppKeyAPI> §3): what went wrong, and optionally a more precise
+/// message than the standard one. The wire codes and standard messages (the ones the AppKeySwift
+/// client maps to its `AppKeyError` cases) live in the HTTP module, in one table.
 public struct AppKeyError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let code: Int
-    public let message: String
-
-    public init(_ code: Int, _ message: String) {
-        self.code = code
-        self.message = message
+    /// What went wrong; each kind has one wire code and standard message.
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
+        case invalidAppToken, appNotFound, appSuspended, missingParameter, accountSuspended, invalidAccessToken, signupNotSupported
+        case signupExpired, appMigrated, anonymousNotSupported, appleNotSupported, googleNotSupported, internalError, rateLimited
+        case smsLimitReached, invalidLoginCredentials, handleAlreadyRegistered, invalidData, accountDoesNotExist, invalidMetaData
+        case userNameInUse, userNamesNotSupported, userNameDoesNotExist, accountNotVerified, invalidLocale, emailAccountExists
+        case appleAccountExists, googleAccountExists, invalidToken, passkeyNotExist, invalidPasskey, invalidHandleFormat
     }
 
-    public var description: String { "\(code) \(message)" }
+    public let kind: Kind
+    /// The message to answer instead of the kind's standard one; nil for the standard one.
+    public let detail: String?
 
-    /// The same code with a more precise message.
-    public func with(_ message: String) -> AppKeyError { AppKeyError(code, message) }
+    /// Labelled: an unlabelled `AppKeyError(.x)` would also match `init(_: EndUserError)`, whose cases
+    /// share many names, and a static below calling that one back would initialise itself (a hang).
+    public init(kind: Kind, detail: String? = nil) {
+        self.kind = kind
+        self.detail = detail
+    }
 
-    public static let invalidAppToken = AppKeyError(400, "invalid app token")
-    public static let appNotFound = AppKeyError(401, "app no longer exists")
-    public static let appSuspended = AppKeyError(402, "app is suspended")
-    public static let missingParameter = AppKeyError(403, "missing parameter")
-    public static let accountSuspended = AppKeyError(404, "user account is suspended")
-    public static let invalidAccessToken = AppKeyError(405, "invalid access token")
-    public static let signupNotSupported = AppKeyError(407, "app does not support signup")
-    public static let signupExpired = AppKeyError(411, "signup code expired")
-    public static let appMigrated = AppKeyError(413, "app is migrated")
-    public static let anonymousNotSupported = AppKeyError(414, "app does not support anonymous login")
-    public static let appleNotSupported = AppKeyError(415, "app does not support Apple Authentication")
-    public static let googleNotSupported = AppKeyError(416, "app does not support Google Authentication")
-    public static let internalError = AppKeyError(500, "internal server error")
-    public static let rateLimited = AppKeyError(500, "too many requests for this handle or address; try again later")
-    public static let invalidLoginCredentials = AppKeyError(600, "invalid login credentials")
-    public static let handleAlreadyRegistered = AppKeyError(601, "handle already registered")
-    public static let invalidData = AppKeyError(602, "invalid data")
-    public static let accountDoesNotExist = AppKeyError(603, "account does not exist")
-    public static let invalidMetaData = AppKeyError(604, "the user JWT could not be built")
-    public static let userNameInUse = AppKeyError(605, "user name already in use")
-    public static let userNamesNotSupported = AppKeyError(606, "app does not support user names")
-    public static let userNameDoesNotExist = AppKeyError(607, "user name does not exist")
-    public static let accountNotVerified = AppKeyError(608, "account has not been verified")
-    public static let invalidLocale = AppKeyError(609, "invalid locale")
-    public static let emailAccountExists = AppKeyError(610, "a passkey account exists for this e-mail")
-    public static let appleAccountExists = AppKeyError(611, "Apple account already exists")
-    public static let googleAccountExists = AppKeyError(612, "Google account already exists")
-    public static let invalidToken = AppKeyError(613, "token is invalid")
-    public static let passkeyNotExist = AppKeyError(614, "passkey does not exist")
-    public static let invalidPasskey = AppKeyError(615, "invalid passkey")
-    public static let invalidHandleFormat = AppKeyError(617, "invalid handle format")
+    public var description: String { detail.map { "\(kind.rawValue): \($0)" } ?? kind.rawValue }
 
-    /// The AppKey code of a CosyncAuth flow error (shared helpers throw those).
+    /// The same kind with a more precise message.
+    public func with(_ message: String) -> AppKeyError { AppKeyError(kind: kind, detail: message) }
+
+    public static let invalidAppToken = AppKeyError(kind: .invalidAppToken)
+    public static let appNotFound = AppKeyError(kind: .appNotFound)
+    public static let appSuspended = AppKeyError(kind: .appSuspended)
+    public static let missingParameter = AppKeyError(kind: .missingParameter)
+    public static let accountSuspended = AppKeyError(kind: .accountSuspended)
+    public static let invalidAccessToken = AppKeyError(kind: .invalidAccessToken)
+    public static let signupNotSupported = AppKeyError(kind: .signupNotSupported)
+    public static let signupExpired = AppKeyError(kind: .signupExpired)
+    public static let appMigrated = AppKeyError(kind: .appMigrated)
+    public static let anonymousNotSupported = AppKeyError(kind: .anonymousNotSupported)
+    public static let appleNotSupported = AppKeyError(kind: .appleNotSupported)
+    public static let googleNotSupported = AppKeyError(kind: .googleNotSupported)
+    public static let internalError = AppKeyError(kind: .internalError)
+    public static let rateLimited = AppKeyError(kind: .rateLimited)
+    public static let smsLimitReached = AppKeyError(kind: .smsLimitReached)
+    public static let invalidLoginCredentials = AppKeyError(kind: .invalidLoginCredentials)
+    public static let handleAlreadyRegistered = AppKeyError(kind: .handleAlreadyRegistered)
+    public static let invalidData = AppKeyError(kind: .invalidData)
+    public static let accountDoesNotExist = AppKeyError(kind: .accountDoesNotExist)
+    public static let invalidMetaData = AppKeyError(kind: .invalidMetaData)
+    public static let userNameInUse = AppKeyError(kind: .userNameInUse)
+    public static let userNamesNotSupported = AppKeyError(kind: .userNamesNotSupported)
+    public static let userNameDoesNotExist = AppKeyError(kind: .userNameDoesNotExist)
+    public static let accountNotVerified = AppKeyError(kind: .accountNotVerified)
+    public static let invalidLocale = AppKeyError(kind: .invalidLocale)
+    public static let emailAccountExists = AppKeyError(kind: .emailAccountExists)
+    public static let appleAccountExists = AppKeyError(kind: .appleAccountExists)
+    public static let googleAccountExists = AppKeyError(kind: .googleAccountExists)
+    public static let invalidToken = AppKeyError(kind: .invalidToken)
+    public static let passkeyNotExist = AppKeyError(kind: .passkeyNotExist)
+    public static let invalidPasskey = AppKeyError(kind: .invalidPasskey)
+    public static let invalidHandleFormat = AppKeyError(kind: .invalidHandleFormat)
+
+    /// The AppKey error of a CosyncAuth flow error (shared helpers throw those).
     public init(_ error: EndUserError) {
         self = switch error {
         case .invalidAppToken: .invalidAppToken
@@ -73,7 +87,7 @@ public struct AppKeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .appleAccountExists: .appleAccountExists
         case .googleAccountExists: .googleAccountExists
         case .invalidSocialToken: .invalidToken
-        case .smsLimitReached: AppKeyError(500, "SMS limit reached; try again later")
+        case .smsLimitReached: .smsLimitReached
         case .rateLimited: .rateLimited
         default: .internalError
         }
