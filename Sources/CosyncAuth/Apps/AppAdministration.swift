@@ -115,9 +115,14 @@ public struct AppAdministration: Sendable {
         return row
     }
 
+    /// The view of an app outside the admin routes (the CLI, AppKey): resolves it, then `view(app:)`.
     public func view(appId: String) async throws -> AppView {
-        let row = try await row(appId: appId)
-        return try await client.withConnection { db in try await view(of: row, db: db) }
+        try await view(app: try await row(appId: appId))
+    }
+
+    /// The view of the app the admin API resolved (`AppAuthenticator`).
+    public func view(app: App) async throws -> AppView {
+        try await client.withConnection { db in try await view(of: app, db: db) }
     }
 
     func view(of row: App, db: PostgresConnection) async throws -> AppView {
@@ -160,6 +165,13 @@ public struct AppAdministration: Sendable {
 
     // MARK: update
 
+    /// PATCH of the app the admin API resolved. The settings are read-modify-written, so the row is
+    /// read once more, locked, inside the transaction (the resolved one may be older).
+    public func update(app: App, patch: [String: JSONValue], actor: String) async throws -> AppView {
+        try await update(appId: app.appId, patch: patch, actor: actor)
+    }
+
+    /// The same by id (the CLI and tests): one read, the locked one.
     public func update(appId: String, patch: [String: JSONValue], actor: String) async throws -> AppView {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
         let (view, ref): (AppView, Int64) = try await client.transaction(logger: logger) { db in
@@ -189,6 +201,11 @@ public struct AppAdministration: Sendable {
 
     // MARK: delete
 
+    /// Deletes the app the admin API resolved (by its id, in one statement, as `delete(appId:)`).
+    public func delete(app: App, actor: String) async throws {
+        try await delete(appId: app.appId, actor: actor)
+    }
+
     public func delete(appId: String, actor: String) async throws {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
         let ref: Int64 = try await client.transaction(logger: logger) { db in
@@ -208,7 +225,13 @@ public struct AppAdministration: Sendable {
         public let previousTokenExpiresAt: Date?
     }
 
-    /// Issues a new app token. The old one stops at once, or after `graceSeconds`.
+    /// Issues a new app token for the app the admin API resolved. The old one stops at once, or after
+    /// `graceSeconds`. The row is read once, locked, inside the transaction (no read before it).
+    public func rotateAppToken(app: App, graceSeconds: Int, actor: String) async throws -> TokenRotation {
+        try await rotateAppToken(appId: app.appId, graceSeconds: graceSeconds, actor: actor)
+    }
+
+    /// The same by id (tests): the one read is the locked one.
     public func rotateAppToken(appId: String, graceSeconds: Int, actor: String) async throws -> TokenRotation {
         let token = try await serverKeys.sign(AppTokenClaims(appId: appId))
         let sealed = try box.seal(token, purpose: .appToken(appId: appId))
@@ -229,8 +252,10 @@ public struct AppAdministration: Sendable {
             appToken: token, previousTokenExpiresAt: graceSeconds > 0 ? Date().addingTimeInterval(Double(graceSeconds)) : nil)
     }
 
-    /// Issues a new app secret; the old one stops at once.
-    public func rotateAppSecret(appId: String, actor: String) async throws -> String {
+    /// Issues a new app secret for the app the admin API resolved; the old one stops at once. The row
+    /// is read once, locked, inside the transaction.
+    public func rotateAppSecret(app: App, actor: String) async throws -> String {
+        let appId = app.appId
         let secret = Secrets.token(prefix: "cas_")
         let ref: Int64 = try await client.transaction(logger: logger) { db in
             guard let row = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger) else {
@@ -251,8 +276,10 @@ public struct AppAdministration: Sendable {
 
     /// Makes a new key pair the signing key. The old public key stays in the JWKS until every JWT it
     /// signed has expired: `userJWTExpiration` hours (or `retireAfterHours` when given).
-    public func rotateKeys(appId: String, retireAfterHours: Int?, actor: String) async throws -> KeyRotation {
-        guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
+    /// The app is the one the admin API resolved; its row is read once more, locked, inside the
+    /// transaction (its current `userJWTExpiration` decides the default).
+    public func rotateKeys(app: App, retireAfterHours: Int?, actor: String) async throws -> KeyRotation {
+        let appId = app.appId
         let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
         let sealed = try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid))
         let (rotation, ref): (KeyRotation, Int64) = try await client.transaction(logger: logger) { db in
@@ -308,7 +335,8 @@ public struct AppAdministration: Sendable {
     }
 
     /// The app with this id for the end-user API (an access token names it): from the cache, else one
-    /// query. The admin API reads apps with `row(appId:)`, never from the cache.
+    /// query. The admin API's `AppAuthenticator` resolves its app here too, once per request; a change
+    /// re-reads the row, locked, inside its transaction.
     public func cachedApp(appId: String) async throws -> App? {
         guard Self.isAppId(appId) else { return nil }
         if let cached = cache.app(appId: appId) { return cached }

@@ -17,8 +17,7 @@ public struct AppRecords: Sendable {
 
     // MARK: signups and invites
 
-    public func pending(_ kind: AppRecordStore.Kind, appId: String, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.PendingRecord> {
-        let app = try await apps.row(appId: appId)
+    public func pending(_ kind: AppRecordStore.Kind, app: App, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.PendingRecord> {
         let before = try Cursor.timeOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AppRecordStore.listPending(db, kind: kind, appRef: app.ref, before: before, limit: limit + 1, logger: logger)
@@ -30,15 +29,14 @@ public struct AppRecords: Sendable {
         return Page(items: page, nextCursor: next)
     }
 
-    public func deletePending(_ kind: AppRecordStore.Kind, appId: String, id: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func deletePending(_ kind: AppRecordStore.Kind, app: App, id: String, actor: String) async throws {
         guard let uuid = UUID(uuidString: id) else { throw AdminFailure.notFound(kind == .signups ? "signup" : "invite") }
         try await client.transaction(logger: logger) { db in
             guard let handle = try await AppRecordStore.deletePending(db, kind: kind, appRef: app.ref, id: uuid, logger: logger) else {
                 throw AdminFailure.notFound(kind == .signups ? "signup" : "invite")
             }
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: kind == .signups ? "signup.delete" : "invite.delete",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: kind == .signups ? "signup.delete" : "invite.delete",
                 detail: ["id": .string(id.lowercased()), "handle": .string(handle)], logger: logger)
         }
     }
@@ -63,8 +61,7 @@ public struct AppRecords: Sendable {
     }
 
     /// The app's template, or the built-in default (`isDefault: true`) when it has none.
-    public func template(appId: String, name: String, locale: String) async throws -> TemplateView {
-        let app = try await apps.row(appId: appId)
+    public func template(app: App, name: String, locale: String) async throws -> TemplateView {
         try checkTemplateKey(name, locale, settings: app.settings)
         if let stored = try await client.withConnection({
             try await AppRecordStore.template($0, appRef: app.ref, name: name, locale: locale, logger: logger)
@@ -76,8 +73,7 @@ public struct AppRecords: Sendable {
     }
 
     /// PUT: `{subject, html, text?, replyTo?, localeLinkText?}`.
-    public func putTemplate(appId: String, name: String, locale: String, input: [String: JSONValue], actor: String) async throws -> TemplateView {
-        let app = try await apps.row(appId: appId)
+    public func putTemplate(app: App, name: String, locale: String, input: [String: JSONValue], actor: String) async throws -> TemplateView {
         try checkTemplateKey(name, locale, settings: app.settings)
         let allowed: Set<String> = ["subject", "html", "text", "replyTo", "localeLinkText"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
@@ -108,7 +104,7 @@ public struct AppRecords: Sendable {
         try await client.transaction(logger: logger) { db in
             try await AppRecordStore.upsertTemplate(db, appRef: app.ref, name: name, locale: locale, template: template, logger: logger)
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "template.put",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "template.put",
                 detail: ["template": .string(name), "locale": .string(locale)], logger: logger)
         }
         return TemplateView(name: name, locale: locale, template: template, isDefault: false)
@@ -116,14 +112,13 @@ public struct AppRecords: Sendable {
 
     /// Back to the built-in template: removes the app's own, if any (written to the audit log), and
     /// answers the template that now applies. Resetting a template never customised changes nothing.
-    public func resetTemplate(appId: String, name: String, locale: String, actor: String) async throws -> TemplateView {
-        let app = try await apps.row(appId: appId)
+    public func resetTemplate(app: App, name: String, locale: String, actor: String) async throws -> TemplateView {
         try checkTemplateKey(name, locale, settings: app.settings)
         guard let builtIn = EmailTemplate.builtIn(name) else { throw AdminFailure.notFound("template") }
         try await client.transaction(logger: logger) { db in
             guard try await AppRecordStore.deleteTemplate(db, appRef: app.ref, name: name, locale: locale, logger: logger) else { return }
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "template.reset",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "template.reset",
                 detail: ["template": .string(name), "locale": .string(locale)], logger: logger)
         }
         return TemplateView(name: name, locale: locale, template: builtIn, isDefault: true)
@@ -131,8 +126,7 @@ public struct AppRecords: Sendable {
 
     // MARK: outbox and logs
 
-    public func messages(appId: String, to: String?, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.Message> {
-        let app = try await apps.row(appId: appId)
+    public func messages(app: App, to: String?, limit: Int, cursor: String?) async throws -> Page<AppRecordStore.Message> {
         let before = try Cursor.intOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AppRecordStore.messages(db, appRef: app.ref, to: to, before: before, limit: limit + 1, logger: logger)
@@ -141,8 +135,7 @@ public struct AppRecords: Sendable {
         return Page(items: page, nextCursor: rows.count > limit ? page.last.map { Cursor.encode($0.id) } : nil)
     }
 
-    public func logs(appId: String, limit: Int, cursor: String?) async throws -> Page<AuditLog.Entry> {
-        let app = try await apps.row(appId: appId)
+    public func logs(app: App, limit: Int, cursor: String?) async throws -> Page<AuditLog.Entry> {
         let before = try Cursor.intOrNil(cursor)
         let rows = try await client.withConnection { db in
             try await AuditLog.list(db, appRef: app.ref, before: before, limit: limit + 1, logger: logger)

@@ -66,8 +66,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     /// `{url, eventTypes, description?}`: the endpoint and its secret (shown only now).
-    public func create(appId: String, input: [String: JSONValue], actor: String) async throws -> (WebhookEndpoint, secret: String) {
-        let app = try await apps.row(appId: appId)
+    public func create(app: App, input: [String: JSONValue], actor: String) async throws -> (WebhookEndpoint, secret: String) {
         let allowed: Set<String> = ["url", "eventTypes", "description"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw invalid(unknown, "unknown_field", "is not a field of a webhook endpoint")
@@ -80,7 +79,7 @@ public struct WebhookAdministration: Sendable {
         let sealed = try box.seal(secret, purpose: Self.purpose(id))
         let endpoint: WebhookEndpoint = try await client.transaction(logger: logger) { db in
             // The app row is locked so that two creations cannot both pass the count.
-            try await db.query("SELECT id FROM apps WHERE id = \(app.ref) FOR UPDATE", logger: logger)
+            try await db.query("SELECT id FROM apps WHERE id = \(app.ref) FOR NO KEY UPDATE", logger: logger)
             guard try await EventStore.countEndpoints(db, appRef: app.ref, logger: logger) < settings.maxEndpointsPerApp else {
                 throw AdminFailure.conflict(code: "too_many_webhooks", message: "an app may have at most \(settings.maxEndpointsPerApp) webhook endpoints")
             }
@@ -93,13 +92,11 @@ public struct WebhookAdministration: Sendable {
         return (endpoint, secret)
     }
 
-    public func list(appId: String) async throws -> [WebhookEndpoint] {
-        let app = try await apps.row(appId: appId)
+    public func list(app: App) async throws -> [WebhookEndpoint] {
         return try await client.withConnection { try await EventStore.listEndpoints($0, appRef: app.ref, logger: logger) }
     }
 
-    public func get(appId: String, id text: String) async throws -> WebhookEndpoint {
-        let app = try await apps.row(appId: appId)
+    public func get(app: App, id text: String) async throws -> WebhookEndpoint {
         let id = try endpointId(text)
         guard let endpoint = try await client.withConnection({ try await EventStore.endpoint($0, appRef: app.ref, id: id, logger: logger) })
         else { throw AdminFailure.notFound("webhook") }
@@ -107,8 +104,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     /// PATCH: any of `url`, `eventTypes`, `description`, `enabled`. Enabling clears the failure count.
-    public func update(appId: String, id text: String, patch: [String: JSONValue], actor: String) async throws -> WebhookEndpoint {
-        let app = try await apps.row(appId: appId)
+    public func update(app: App, id text: String, patch: [String: JSONValue], actor: String) async throws -> WebhookEndpoint {
         let id = try endpointId(text)
         let allowed: Set<String> = ["url", "eventTypes", "description", "enabled"]
         if let unknown = patch.keys.sorted().first(where: { !allowed.contains($0) }) {
@@ -144,12 +140,11 @@ public struct WebhookAdministration: Sendable {
         }
     }
 
-    public func disable(appId: String, id: String, actor: String) async throws -> WebhookEndpoint {
-        try await update(appId: appId, id: id, patch: ["enabled": .bool(false)], actor: actor)
+    public func disable(app: App, id: String, actor: String) async throws -> WebhookEndpoint {
+        try await update(app: app, id: id, patch: ["enabled": .bool(false)], actor: actor)
     }
 
-    public func delete(appId: String, id text: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func delete(app: App, id text: String, actor: String) async throws {
         let id = try endpointId(text)
         try await client.transaction(logger: logger) { db in
             guard try await EventStore.deleteEndpoint(db, appRef: app.ref, id: id, logger: logger) else { throw AdminFailure.notFound("webhook") }
@@ -158,8 +153,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     /// A new secret (shown only now); the previous one keeps signing for the overlap.
-    public func rotateSecret(appId: String, id text: String, actor: String) async throws -> (WebhookEndpoint, secret: String) {
-        let app = try await apps.row(appId: appId)
+    public func rotateSecret(app: App, id text: String, actor: String) async throws -> (WebhookEndpoint, secret: String) {
         let id = try endpointId(text)
         let secret = WebhookSignature.generateSecret()
         let sealed = try box.seal(secret, purpose: Self.purpose(id))
@@ -179,8 +173,8 @@ public struct WebhookAdministration: Sendable {
         public let nextCursor: String?
     }
 
-    public func attempts(appId: String, id text: String, limit: Int, cursor: String?) async throws -> AttemptPage {
-        let endpoint = try await get(appId: appId, id: text)
+    public func attempts(app: App, id text: String, limit: Int, cursor: String?) async throws -> AttemptPage {
+        let endpoint = try await get(app: app, id: text)
         let before = try Cursor.intOrNil(cursor)
         let items = try await client.withConnection {
             try await EventStore.attempts($0, endpoint: endpoint.id, before: before, limit: limit + 1, logger: logger)
@@ -190,8 +184,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     /// Queues one message again, with its webhook-id.
-    public func replay(appId: String, id text: String, messageId: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func replay(app: App, id text: String, messageId: String, actor: String) async throws {
         let id = try endpointId(text)
         guard let event = WebhookMessageId.parse(messageId) else { throw AdminFailure.notFound("message") }
         try await client.transaction(logger: logger) { db in
@@ -202,8 +195,7 @@ public struct WebhookAdministration: Sendable {
     }
 
     /// `{since}`: queues again every delivered or dead message of the endpoint since that time. Returns how many.
-    public func replay(appId: String, id text: String, input: [String: JSONValue], actor: String) async throws -> Int {
-        let app = try await apps.row(appId: appId)
+    public func replay(app: App, id text: String, input: [String: JSONValue], actor: String) async throws -> Int {
         let id = try endpointId(text)
         if let unknown = input.keys.sorted().first(where: { $0 != "since" }) {
             throw invalid(unknown, "unknown_field", "is not accepted here")

@@ -5,8 +5,7 @@ import PostgresNIO
 /// Admin operations on a user's identities: list, link a provider account, detach, and upgrade an
 /// anonymous account to a permanent one (keeping its user id).
 extension UserAdministration {
-    public func identities(appId: String, userId: String) async throws -> [Identity] {
-        let app = try await apps.row(appId: appId)
+    public func identities(app: App, userId: String) async throws -> [Identity] {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         return try await client.withConnection { db in
             guard try await UserStore.find(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("user") }
@@ -20,8 +19,7 @@ extension UserAdministration {
     /// last identity is refused (409 `last_identity`) unless `deleteAccount` is true: then the account
     /// is deleted with it. A detached provider account never links again by itself: only a signup with
     /// it or the admin link operation attaches it (README "Linking rule").
-    public func detachIdentity(appId: String, userId: String, identityId: String, deleteAccount: Bool, actor: String) async throws -> DetachResult {
-        let app = try await apps.row(appId: appId)
+    public func detachIdentity(app: App, userId: String, identityId: String, deleteAccount: Bool, actor: String) async throws -> DetachResult {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         guard let identity = UUID(uuidString: identityId) else { throw AdminFailure.notFound("identity") }
         return try await client.transaction(logger: logger) { db in
@@ -44,7 +42,7 @@ extension UserAdministration {
                 _ = try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger)
                 try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
                 try await Events.record(db, app: app, type: .userDeleted, user: user, data: ["actor": .string(actor)], logger: logger)
-                try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete", detail: detail, logger: logger)
+                try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.delete", detail: detail, logger: logger)
                 return .accountDeleted
             }
             try await IdentityRemoval.remove(db, app: app, user: user, identityId: removed.id, kind: kind, reason: "identity_detached", logger: logger)
@@ -54,7 +52,7 @@ extension UserAdministration {
             case .anonymous, .passkey: break
             }
             try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
-            try await AuditLog.record(db, appRef: app.ref, appId: appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)
+            try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)
             return .detached
         }
     }
@@ -68,8 +66,7 @@ extension UserAdministration {
     /// removed and every session ends, so that an account pre-registered with someone else's address
     /// cannot keep a way in once the real owner links it. The owner can set a password again through
     /// forgotPassword.
-    public func linkIdentity(appId: String, userId: String, input: [String: JSONValue], actor: String) async throws -> Identity {
-        let app = try await apps.row(appId: appId)
+    public func linkIdentity(app: App, userId: String, input: [String: JSONValue], actor: String) async throws -> Identity {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         let (provider, verified) = try await providerIdentity(app: app, input: input)
         do {
@@ -96,7 +93,7 @@ extension UserAdministration {
                 }
                 try await Events.record(db, app: app, type: .identityLinked, user: user, data: ["kind": .string(provider.rawValue)], logger: logger)
                 try await AuditLog.record(
-                    db, appRef: app.ref, appId: appId, actor: actor, action: "identity.link",
+                    db, appRef: app.ref, appId: app.appId, actor: actor, action: "identity.link",
                     detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(provider.rawValue), "handleProven": .bool(proven)],
                     logger: logger)
                 let all = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
@@ -112,8 +109,7 @@ extension UserAdministration {
     /// `{"handle", "password"}` (the app's password policy applies) or `{"provider", "idToken"}` (the
     /// provider's verified e-mail becomes the handle). A handle or provider account that another user
     /// holds is refused with 409 and nothing changes.
-    public func upgrade(appId: String, userId: String, input: [String: JSONValue], actor: String) async throws -> User {
-        let app = try await apps.row(appId: appId)
+    public func upgrade(app: App, userId: String, input: [String: JSONValue], actor: String) async throws -> User {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         let allowed: Set<String> = ["handle", "password", "provider", "idToken"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
@@ -174,7 +170,7 @@ extension UserAdministration {
                 try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string("anonymous")], logger: logger)
                 try await Events.record(db, app: app, type: .identityLinked, user: upgraded, data: ["kind": .string(kind)], logger: logger)
                 try await AuditLog.record(
-                    db, appRef: app.ref, appId: appId, actor: actor, action: "user.upgrade",
+                    db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.upgrade",
                     detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(kind), "handle": .string(upgraded.handle)],
                     logger: logger)
                 return upgraded

@@ -4,8 +4,7 @@ import PostgresNIO
 
 /// Admin operations on the sessions of one user: list, end one, end all ("sign out everywhere").
 extension UserAdministration {
-    public func sessions(appId: String, userId: String) async throws -> [Session] {
-        let app = try await apps.row(appId: appId)
+    public func sessions(app: App, userId: String) async throws -> [Session] {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         return try await client.withConnection { db in
             guard try await UserStore.find(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("user") }
@@ -13,8 +12,7 @@ extension UserAdministration {
         }
     }
 
-    public func endSession(appId: String, userId: String, sessionId: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func endSession(app: App, userId: String, sessionId: String, actor: String) async throws {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         guard let session = UUID(uuidString: sessionId) else { throw AdminFailure.notFound("session") }
         try await client.transaction(logger: logger) { db in
@@ -26,7 +24,7 @@ extension UserAdministration {
                 data: ["sessionIds": .array([.string(session.uuidString.lowercased())]), "reason": .string("admin"), "actor": .string(actor)],
                 logger: logger)
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "session.revoke",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "session.revoke",
                 detail: ["userId": .string(id.uuidString.lowercased()), "sessionId": .string(session.uuidString.lowercased())],
                 logger: logger)
         }
@@ -34,8 +32,7 @@ extension UserAdministration {
 
     /// Ends every session of the user and every session-less token (legacy or older); returns how
     /// many sessions ended.
-    public func endAllSessions(appId: String, userId: String, actor: String) async throws -> Int {
-        let app = try await apps.row(appId: appId)
+    public func endAllSessions(app: App, userId: String, actor: String) async throws -> Int {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         return try await client.transaction(logger: logger) { db in
             guard let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: id, logger: logger) else {
@@ -47,7 +44,7 @@ extension UserAdministration {
                        "actor": .string(actor)],
                 logger: logger)
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "session.revokeAll",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "session.revokeAll",
                 detail: ["userId": .string(id.uuidString.lowercased()), "sessions": .int(ended.count)], logger: logger)
             return ended.count
         }

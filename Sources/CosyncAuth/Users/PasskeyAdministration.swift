@@ -4,8 +4,7 @@ import PostgresNIO
 
 /// Admin operations on the passkeys of one user (AppKey apps): list them, remove one.
 extension UserAdministration {
-    public func passkeys(appId: String, userId: String) async throws -> [Passkey] {
-        let app = try await apps.row(appId: appId)
+    public func passkeys(app: App, userId: String) async throws -> [Passkey] {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         return try await client.withConnection { db in
             guard try await UserStore.find(db, appRef: app.ref, id: id, logger: logger) != nil else { throw AdminFailure.notFound("user") }
@@ -15,8 +14,7 @@ extension UserAdministration {
 
     /// Removes a passkey; the user's last way to sign in is refused (409 `last_identity`): delete
     /// the user instead.
-    public func removePasskey(appId: String, userId: String, passkeyId: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func removePasskey(app: App, userId: String, passkeyId: String, actor: String) async throws {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         guard let passkeyUUID = UUID(uuidString: passkeyId) else { throw AdminFailure.notFound("passkey") }
         try await client.transaction(logger: logger) { db in
@@ -32,7 +30,7 @@ extension UserAdministration {
             try await IdentityRemoval.remove(db, app: app, user: user, identityId: passkey.identityId, kind: .passkey, reason: "passkey_removed", logger: logger)
             let credential = Base64URL.encode(passkey.credentialId)
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "passkey.delete",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "passkey.delete",
                 detail: ["userId": .string(id.uuidString.lowercased()), "credentialId": .string(credential)], logger: logger)
             try await Events.record(
                 db, app: app, type: .passkeyRemoved, user: user, data: ["credentialId": .string(credential), "actor": .string(actor)], logger: logger)

@@ -18,8 +18,7 @@ public struct UserAdministration: Sendable {
         self.social = social
     }
 
-    public func create(appId: String, input: [String: JSONValue], actor: String) async throws -> User {
-        let app = try await apps.row(appId: appId)
+    public func create(app: App, input: [String: JSONValue], actor: String) async throws -> User {
         let allowed: Set<String> = ["handle", "password", "metaData", "userName", "locale"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of a new user"))
@@ -44,7 +43,7 @@ public struct UserAdministration: Sendable {
                     db, appRef: app.ref, handle: handle, userName: userName, passwordHash: hash, locale: locale,
                     metaData: metaData, logger: logger)
                 try await AuditLog.record(
-                    db, appRef: app.ref, appId: appId, actor: actor, action: "user.create",
+                    db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.create",
                     detail: ["userId": .string(user.id.uuidString.lowercased()), "handle": .string(handle)], logger: logger)
                 try await Events.record(db, app: app, type: .userCreated, user: user, data: ["actor": .string(actor)], logger: logger)
                 return user
@@ -59,8 +58,7 @@ public struct UserAdministration: Sendable {
         public let nextCursor: String?
     }
 
-    public func list(appId: String, query: String?, limit: Int, cursor: String?) async throws -> Page {
-        let app = try await apps.row(appId: appId)
+    public func list(app: App, query: String?, limit: Int, cursor: String?) async throws -> Page {
         let after = try Cursor.textOrNil(cursor)
         let users = try await client.withConnection { db in
             try await UserStore.list(db, appRef: app.ref, query: query, after: after, limit: limit + 1, logger: logger)
@@ -70,8 +68,7 @@ public struct UserAdministration: Sendable {
         return Page(users: page, nextCursor: next)
     }
 
-    public func get(appId: String, userId: String) async throws -> User {
-        let app = try await apps.row(appId: appId)
+    public func get(app: App, userId: String) async throws -> User {
         guard let id = UUID(uuidString: userId),
             let user = try await client.withConnection({ try await UserStore.find($0, appRef: app.ref, id: id, logger: logger) })
         else { throw AdminFailure.notFound("user") }
@@ -79,8 +76,7 @@ public struct UserAdministration: Sendable {
     }
 
     /// PATCH: `status` (active|suspended), `metaData` (object), `userName` (string or null), `locale`.
-    public func update(appId: String, userId: String, patch: [String: JSONValue], actor: String) async throws -> User {
-        let app = try await apps.row(appId: appId)
+    public func update(app: App, userId: String, patch: [String: JSONValue], actor: String) async throws -> User {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         let allowed: Set<String> = ["status", "metaData", "userName", "locale"]
         if let unknown = patch.keys.sorted().first(where: { !allowed.contains($0) }) {
@@ -116,7 +112,7 @@ public struct UserAdministration: Sendable {
                 if let locale { user.locale = locale }
                 let updated = try await UserStore.update(db, user: user, logger: logger)
                 try await AuditLog.record(
-                    db, appRef: app.ref, appId: appId, actor: actor, action: "user.update",
+                    db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.update",
                     detail: ["userId": .string(userId.lowercased()), "fields": .array(patch.keys.sorted().map { .string($0) })],
                     logger: logger)
                 try await Events.record(db, app: app, type: status == .suspended ? .userSuspended : .userUpdated, user: updated, data: ["fields": .array(patch.keys.sorted().map { .string($0) })], logger: logger)
@@ -127,23 +123,21 @@ public struct UserAdministration: Sendable {
         }
     }
 
-    public func delete(appId: String, userId: String, actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func delete(app: App, userId: String, actor: String) async throws {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         try await client.transaction(logger: logger) { db in
             guard let handle = try await UserStore.delete(db, appRef: app.ref, id: id, logger: logger) else {
                 throw AdminFailure.notFound("user")
             }
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "user.delete",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.delete",
                 detail: ["userId": .string(userId.lowercased()), "handle": .string(handle)], logger: logger)
             try await Events.record(db, app: app, type: .userDeleted, userId: id, data: ["handle": .string(handle), "actor": .string(actor)], logger: logger)
         }
     }
 
     /// Admin password reset: md5 → bcrypt as on the end-user path; revokes the user's access tokens.
-    public func setPassword(appId: String, userId: String, input: [String: JSONValue], actor: String) async throws {
-        let app = try await apps.row(appId: appId)
+    public func setPassword(app: App, userId: String, input: [String: JSONValue], actor: String) async throws {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         if let unknown = input.keys.sorted().first(where: { $0 != "password" }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not accepted here"))
@@ -162,7 +156,7 @@ public struct UserAdministration: Sendable {
             // A user given its first password (a social or anonymous account) signs in with it now.
             try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: id, handle: user.handle, logger: logger)
             try await AuditLog.record(
-                db, appRef: app.ref, appId: appId, actor: actor, action: "user.password.set",
+                db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.password.set",
                 detail: ["userId": .string(userId.lowercased())], logger: logger)
             try await Events.record(db, app: app, type: .userPasswordChanged, userId: id, data: ["actor": .string(actor)], logger: logger)
         }

@@ -38,12 +38,12 @@ struct AppRoutes {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        return JSONBody.response(try await services.apps.view(appId: appId).json())
+        return JSONBody.response(try await services.apps.view(app: try context.appScope().resolvedApp()).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope()
+        let principal = scope.principal
         let patch = try await JSONBody.object(request, context: context)
         if case .appDeveloper = principal, patch["status"] != nil {
             throw AdminError(status: .forbidden, code: "forbidden", message: "only the operator can change status", field: "status")
@@ -52,14 +52,14 @@ struct AppRoutes {
         // settings decide, and a refusal conflicts with them.
         let intrinsic = patch["attestation"]?.stringValue == "required" && patch["trustAnchors"]?.arrayValue?.isEmpty == true
         let view = try await StateRule.applying([StateRule("attestation", ["trust_anchors_required"]) { !intrinsic }]) {
-            try await services.apps.update(appId: appId, patch: patch, actor: principal.auditName)
+            try await services.apps.update(app: try scope.resolvedApp(), patch: patch, actor: principal.auditName)
         }
         return JSONBody.response(try view.json())
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        try await services.apps.delete(appId: appId, actor: principal.auditName)
+        let scope = try context.appScope()
+        try await services.apps.delete(app: try scope.resolvedApp(), actor: scope.principal.auditName)
         return Response(status: .noContent)
     }
 
@@ -77,8 +77,8 @@ struct AppRoutes {
             }
             grace = seconds
         }
-        _ = try await services.apps.row(appId: appId)
-        let rotation = try await services.apps.rotateAppToken(appId: appId, graceSeconds: grace, actor: principal.auditName)
+        let app = try context.appScope().resolvedApp()
+        let rotation = try await services.apps.rotateAppToken(app: app, graceSeconds: grace, actor: principal.auditName)
         return JSONBody.response([
             "appId": .string(appId), "appToken": .string(rotation.appToken),
             "previousTokenExpiresAt": rotation.previousTokenExpiresAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
@@ -87,13 +87,13 @@ struct AppRoutes {
 
     @Sendable func rotateSecret(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (appId, principal) = try context.appScope().parts
-        let secret = try await services.apps.rotateAppSecret(appId: appId, actor: principal.auditName)
+        let secret = try await services.apps.rotateAppSecret(app: try context.appScope().resolvedApp(), actor: principal.auditName)
         return JSONBody.response(["appId": .string(appId), "appSecret": .string(secret)])
     }
 
     /// Body (optional): `{"retireAfterHours": 0…8760}`; default: the app's userJWTExpiration.
     @Sendable func rotateKeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let principal = try context.appScope().principal
         let input = try await JSONBody.object(request, context: context, allowEmpty: true)
         if let unknown = input.keys.sorted().first(where: { $0 != "retireAfterHours" }) {
             throw AdminError.from(.invalid(FieldError(unknown, "unknown_field", "is not accepted here")))
@@ -105,7 +105,8 @@ struct AppRoutes {
             }
             hours = h
         }
-        let rotation = try await services.apps.rotateKeys(appId: appId, retireAfterHours: hours, actor: principal.auditName)
+        let rotation = try await services.apps.rotateKeys(
+            app: try context.appScope().resolvedApp(), retireAfterHours: hours, actor: principal.auditName)
         var object = try rotation.app.json()
         object["previousKeyRetiresAt"] = .string(ISO8601.milliseconds(rotation.previousKeyRetiresAt))
         return JSONBody.response(object)

@@ -19,9 +19,11 @@ struct RecordRoutes {
     }
 
     func listPending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let query = AdminQuery(request: request)
-        let page = try await services.records.pending(kind, appId: appId, limit: try query.limit(), cursor: query.cursor)
+        // The query is checked before the app is (a bad limit is a 400 even for a missing app).
+        let limit = try query.limit()
+        let page = try await services.records.pending(kind, app: try scope.resolvedApp(), limit: limit, cursor: query.cursor)
         return JSONBody.response([
             kind.rawValue: .array(page.items.map { .object($0.json()) }),
             "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
@@ -29,20 +31,20 @@ struct RecordRoutes {
     }
 
     func deletePending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         try await services.records.deletePending(
-            kind, appId: appId, id: context.parameters.get("id") ?? "", actor: principal.auditName)
+            kind, app: try scope.resolvedApp(), id: context.parameters.get("id") ?? "", actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     /// `{handle, locale?, metaData?}`: e-mails an invite code (sender `superuser`).
     @Sendable func createInvite(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         // The app's locales and its required invite fields (metaDataInvite) are stored state.
         let metaDataIsObject = input["metaData"]?.objectValue != nil
         let handle = try await StateRule.applying([.appLocale(input), StateRule("metaData", ["invalid_value"]) { metaDataIsObject }]) {
-            try await services.flows.adminInvite(appId: appId, input: input, actor: principal.auditName)
+            try await services.flows.adminInvite(app: try scope.resolvedApp(), input: input, actor: principal.auditName)
         }
         return JSONBody.response(["handle": .string(handle), "status": .string("pending")], status: .created)
     }
@@ -52,13 +54,13 @@ struct RecordRoutes {
     }
 
     @Sendable func showTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let (name, locale) = templateKey(context)
-        return JSONBody.response(try await services.records.template(appId: appId, name: name, locale: locale).json())
+        return JSONBody.response(try await services.records.template(app: try scope.resolvedApp(), name: name, locale: locale).json())
     }
 
     @Sendable func putTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         var input = try await JSONBody.object(request, context: context)
         let (name, locale) = templateKey(context)
         // A template sent by e-mail without a subject gets the built-in template's (an sms or the
@@ -67,22 +69,22 @@ struct RecordRoutes {
             input["subject"] = .string(builtIn.subject)
         }
         let view = try await services.records.putTemplate(
-            appId: appId, name: name, locale: locale, input: input, actor: principal.auditName)
+            app: try scope.resolvedApp(), name: name, locale: locale, input: input, actor: principal.auditName)
         return JSONBody.response(view.json())
     }
 
     @Sendable func resetTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let (name, locale) = templateKey(context)
-        let view = try await services.records.resetTemplate(appId: appId, name: name, locale: locale, actor: principal.auditName)
+        let view = try await services.records.resetTemplate(app: try scope.resolvedApp(), name: name, locale: locale, actor: principal.auditName)
         return JSONBody.response(view.json())
     }
 
     @Sendable func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let query = AdminQuery(request: request)
-        let page = try await services.records.messages(
-            appId: appId, to: try query.string("to", maxLength: 254), limit: try query.limit(), cursor: query.cursor)
+        let (to, limit) = (try query.string("to", maxLength: 254), try query.limit())
+        let page = try await services.records.messages(app: try scope.resolvedApp(), to: to, limit: limit, cursor: query.cursor)
         return JSONBody.response([
             "messages": .array(page.items.map { .object($0.json()) }),
             "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
@@ -90,9 +92,10 @@ struct RecordRoutes {
     }
 
     @Sendable func logs(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let query = AdminQuery(request: request)
-        let page = try await services.records.logs(appId: appId, limit: try query.limit(), cursor: query.cursor)
+        let limit = try query.limit()
+        let page = try await services.records.logs(app: try scope.resolvedApp(), limit: limit, cursor: query.cursor)
         let entries: [JSONValue] = page.items.map { entry in
             .object([
                 "id": .int(Int(entry.id)), "actor": .string(entry.actor), "action": .string(entry.action),

@@ -20,10 +20,11 @@ struct UserRoutes {
     func userId(_ context: ServerRequestContext) throws -> String { try context.pathParameter("userId", naming: "user") }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let query = AdminQuery(request: request)
-        let page = try await services.users.list(
-            appId: appId, query: try query.string("query"), limit: try query.limit(), cursor: query.cursor)
+        // The query is checked before the app is (a bad limit is a 400 even for a missing app).
+        let (text, limit) = (try query.string("query"), try query.limit())
+        let page = try await services.users.list(app: try scope.resolvedApp(), query: text, limit: limit, cursor: query.cursor)
         return JSONBody.response([
             "users": .array(page.users.map { .object($0.json()) }),
             "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
@@ -31,60 +32,60 @@ struct UserRoutes {
     }
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let user = try await StateRule.applying([.appLocale(input)]) {
-            try await services.users.create(appId: appId, input: input, actor: principal.auditName)
+            try await services.users.create(app: try scope.resolvedApp(), input: input, actor: principal.auditName)
         }
         return JSONBody.response(user.json(), status: .created)
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        return JSONBody.response(try await services.users.get(appId: appId, userId: try userId(context)).json())
+        let scope = try context.appScope()
+        return JSONBody.response(try await services.users.get(app: try scope.resolvedApp(), userId: try userId(context)).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let patch = try await JSONBody.object(request, context: context)
         let user = try await StateRule.applying([.appLocale(patch)]) {
-            try await services.users.update(appId: appId, userId: try userId(context), patch: patch, actor: principal.auditName)
+            try await services.users.update(app: try scope.resolvedApp(), userId: try userId(context), patch: patch, actor: principal.auditName)
         }
         return JSONBody.response(user.json())
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        try await services.users.delete(appId: appId, userId: try userId(context), actor: principal.auditName)
+        let scope = try context.appScope(), principal = scope.principal
+        try await services.users.delete(app: try scope.resolvedApp(), userId: try userId(context), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func setPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
-        try await services.users.setPassword(appId: appId, userId: try userId(context), input: input, actor: principal.auditName)
+        try await services.users.setPassword(app: try scope.resolvedApp(), userId: try userId(context), input: input, actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     // MARK: sessions
 
     @Sendable func sessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        let sessions = try await services.users.sessions(appId: appId, userId: try userId(context))
+        let scope = try context.appScope()
+        let sessions = try await services.users.sessions(app: try scope.resolvedApp(), userId: try userId(context))
         return JSONBody.response(["sessions": .array(sessions.map { .object($0.json()) })])
     }
 
     @Sendable func endSession(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         try await services.users.endSession(
-            appId: appId, userId: try userId(context), sessionId: try context.pathParameter("sessionId", naming: "session"),
+            app: try scope.resolvedApp(), userId: try userId(context), sessionId: try context.pathParameter("sessionId", naming: "session"),
             actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func endAllSessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        let ended = try await services.users.endAllSessions(appId: appId, userId: try userId(context), actor: principal.auditName)
+        let scope = try context.appScope(), principal = scope.principal
+        let ended = try await services.users.endAllSessions(app: try scope.resolvedApp(), userId: try userId(context), actor: principal.auditName)
         return JSONBody.response(["revokedSessions": .int(ended)])
     }
 }
@@ -104,60 +105,60 @@ struct IdentityRoutes {
     }
 
     @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let (expires, removed) = try await AppKeyFlows(flows: services.flows).resetPasskeys(
-            appId: appId, userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
+            app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
         return JSONBody.response(["resetExpiresAt": .string(ISO8601.milliseconds(expires)), "passkeysRemoved": .int(removed)])
     }
 
     @Sendable func passkeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        let passkeys = try await services.users.passkeys(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
+        let scope = try context.appScope()
+        let passkeys = try await services.users.passkeys(app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["passkeys": .array(passkeys.map { .object($0.adminJSON()) })])
     }
 
     @Sendable func removePasskey(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         try await services.users.removePasskey(
-            appId: appId, userId: try context.pathParameter("userId", naming: "user"),
+            app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"),
             passkeyId: try context.pathParameter("passkeyId", naming: "passkey"), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        let identities = try await services.users.identities(appId: appId, userId: try context.pathParameter("userId", naming: "user"))
+        let scope = try context.appScope()
+        let identities = try await services.users.identities(app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["identities": .array(identities.map { .object($0.json()) })])
     }
 
     @Sendable func link(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let userId = try context.pathParameter("userId", naming: "user")
         let identity = try await StateRule.applying(StateRule.provider) {
-            try await services.users.linkIdentity(appId: appId, userId: userId, input: input, actor: principal.auditName)
+            try await services.users.linkIdentity(app: try scope.resolvedApp(), userId: userId, input: input, actor: principal.auditName)
         }
         return JSONBody.response(identity.json(), status: .created)
     }
 
     @Sendable func detach(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let flag = try AdminQuery(request: request).string("deleteAccount")
         guard flag == nil || flag == "true" || flag == "false" else {
             throw AdminError(status: .badRequest, code: "invalid_parameter", message: "deleteAccount must be true or false", field: "deleteAccount")
         }
         _ = try await services.users.detachIdentity(
-            appId: appId, userId: try context.pathParameter("userId", naming: "user"), identityId: try context.pathParameter("identityId", naming: "identity"),
+            app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"), identityId: try context.pathParameter("identityId", naming: "identity"),
             deleteAccount: flag == "true", actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func upgrade(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let userId = try context.pathParameter("userId", naming: "user")
         let user = try await StateRule.applying(StateRule.provider) {
-            try await services.users.upgrade(appId: appId, userId: userId, input: input, actor: principal.auditName)
+            try await services.users.upgrade(app: try scope.resolvedApp(), userId: userId, input: input, actor: principal.auditName)
         }
         return JSONBody.response(user.json())
     }

@@ -22,47 +22,47 @@ struct WebhookRoutes {
     func webhookId(_ context: ServerRequestContext) -> String { context.parameters.get("webhookId") ?? "" }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        let endpoints = try await webhooks.list(appId: appId)
+        let scope = try context.appScope()
+        let endpoints = try await webhooks.list(app: try scope.resolvedApp())
         return JSONBody.response(["webhooks": .array(endpoints.map { .object($0.json()) }), "nextCursor": .null])
     }
 
     /// The answer of a create: the endpoint and its secret, which is shown only here (and on rotation).
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
-        let (endpoint, secret) = try await webhooks.create(appId: appId, input: input, actor: principal.auditName)
+        let (endpoint, secret) = try await webhooks.create(app: try scope.resolvedApp(), input: input, actor: principal.auditName)
         var body = endpoint.json()
         body["secret"] = .string(secret)
         return JSONBody.response(body, status: .created)
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
-        return JSONBody.response(try await webhooks.get(appId: appId, id: webhookId(context)).json())
+        let scope = try context.appScope()
+        return JSONBody.response(try await webhooks.get(app: try scope.resolvedApp(), id: webhookId(context)).json())
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let patch = try await JSONBody.object(request, context: context)
-        let endpoint = try await webhooks.update(appId: appId, id: webhookId(context), patch: patch, actor: principal.auditName)
+        let endpoint = try await webhooks.update(app: try scope.resolvedApp(), id: webhookId(context), patch: patch, actor: principal.auditName)
         return JSONBody.response(endpoint.json())
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        try await webhooks.delete(appId: appId, id: webhookId(context), actor: principal.auditName)
+        let scope = try context.appScope(), principal = scope.principal
+        try await webhooks.delete(app: try scope.resolvedApp(), id: webhookId(context), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     @Sendable func disable(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        return JSONBody.response(try await webhooks.disable(appId: appId, id: webhookId(context), actor: principal.auditName).json())
+        let scope = try context.appScope(), principal = scope.principal
+        return JSONBody.response(try await webhooks.disable(app: try scope.resolvedApp(), id: webhookId(context), actor: principal.auditName).json())
     }
 
     @Sendable func rotateSecret(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        let (endpoint, secret) = try await webhooks.rotateSecret(appId: appId, id: webhookId(context), actor: principal.auditName)
+        let scope = try context.appScope(), principal = scope.principal
+        let (endpoint, secret) = try await webhooks.rotateSecret(app: try scope.resolvedApp(), id: webhookId(context), actor: principal.auditName)
         return JSONBody.response([
             "webhookId": .string(endpoint.id.uuidString.lowercased()), "secret": .string(secret),
             "previousSecretExpiresAt": endpoint.previousSecretExpiresAt.map { .string(ISO8601.milliseconds($0)) } ?? .null,
@@ -70,9 +70,11 @@ struct WebhookRoutes {
     }
 
     @Sendable func attempts(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let appId = try context.appScope().appId
+        let scope = try context.appScope()
         let query = AdminQuery(request: request)
-        let page = try await webhooks.attempts(appId: appId, id: webhookId(context), limit: try query.limit(), cursor: query.cursor)
+        // The query is checked before the app is (a bad limit is a 400 even for a missing app).
+        let limit = try query.limit()
+        let page = try await webhooks.attempts(app: try scope.resolvedApp(), id: webhookId(context), limit: limit, cursor: query.cursor)
         return JSONBody.response([
             "attempts": .array(page.attempts.map { .object($0.json()) }),
             "nextCursor": page.nextCursor.map { .string($0) } ?? .null,
@@ -80,16 +82,16 @@ struct WebhookRoutes {
     }
 
     @Sendable func replayMessage(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let messageId = context.parameters.get("messageId") ?? ""
-        try await webhooks.replay(appId: appId, id: webhookId(context), messageId: messageId, actor: principal.auditName)
+        try await webhooks.replay(app: try scope.resolvedApp(), id: webhookId(context), messageId: messageId, actor: principal.auditName)
         return JSONBody.response(["messageId": .string(messageId), "status": .string("pending")], status: .accepted)
     }
 
     @Sendable func replaySince(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+        let scope = try context.appScope(), principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
-        let count = try await webhooks.replay(appId: appId, id: webhookId(context), input: input, actor: principal.auditName)
+        let count = try await webhooks.replay(app: try scope.resolvedApp(), id: webhookId(context), input: input, actor: principal.auditName)
         return JSONBody.response(["replayed": .int(count)], status: .accepted)
     }
 }

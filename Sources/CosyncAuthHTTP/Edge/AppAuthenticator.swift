@@ -9,6 +9,13 @@ struct AdminAppScope: Sendable {
     let app: App?
 
     var parts: (appId: String, principal: AdminPrincipal) { (appId, principal) }
+
+    /// The resolved app, or the 404 the core answers for an app that does not exist. A handler calls
+    /// it where it reads the app, after its own checks of the request, so their errors come first.
+    func resolvedApp() throws -> App {
+        guard let app else { throw AdminFailure.notFound("app") }
+        return app
+    }
 }
 
 /// The authenticator middleware of the admin routes under `apps/{appId}`: checks the bearer (the

@@ -115,8 +115,7 @@ extension AppKeyFlows {
     /// Admin "reset passkey" (<doc:AppKeyAPI> §5.4): removes the user's passkeys, ends its sessions, marks the account
     /// as waiting for a new passkey and sends it a reset token (24 h, single use) that may add one.
     /// Returns the reset's expiry and how many passkeys were removed.
-    public func resetPasskeys(appId: String, userId: String, actor: String, lifetimeSeconds: Int = 24 * 3600) async throws -> (Date, Int) {
-        let app = try await flows.apps.row(appId: appId)
+    public func resetPasskeys(app: App, userId: String, actor: String, lifetimeSeconds: Int = 24 * 3600) async throws -> (Date, Int) {
         guard app.product == .appKey else {
             throw AdminFailure.conflict(code: "not_appkey", message: "passkeys are reset in AppKey apps only")
         }

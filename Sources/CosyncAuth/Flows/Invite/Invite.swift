@@ -24,8 +24,7 @@ extension EndUserFlows {
     }
 
     /// An invite from the admin API (sender `superuser`, as the legacy portal did).
-    public func adminInvite(appId: String, input: [String: JSONValue], actor: String) async throws -> String {
-        let app = try await apps.row(appId: appId)
+    public func adminInvite(app: App, input: [String: JSONValue], actor: String) async throws -> String {
         let allowed: Set<String> = ["handle", "locale", "metaData"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of an invite"))
