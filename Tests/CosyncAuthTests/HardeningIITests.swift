@@ -504,6 +504,31 @@ struct HardeningIITests {
         }
     }
 
+    @Test("an app deletion that PostgreSQL picks as a deadlock victim runs again and succeeds (attacker review)")
+    func deleteAppDeadlockVictimRetries() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("Victim", settings: ["signupFlow": .string("none")])
+            let appId = created.string("appId")
+            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
+                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("user.created")]),
+            ]))
+            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
+            // A user write as PostgreSQL runs it: the app row (its foreign key), then the endpoint (its
+            // event's delivery). A second one keeps the app row a while longer, so that the deletion
+            // waits first and finds the deadlock itself (it is the victim).
+            let writer = try await TestEnvironment.holding("SELECT 1 FROM apps WHERE id = \(ref) FOR KEY SHARE", for: .milliseconds(1000),
+                                                           then: ["SELECT 1 FROM webhook_endpoints WHERE id = \(endpointId) FOR KEY SHARE"])
+            let other = try await TestEnvironment.holding("SELECT 1 FROM apps WHERE id = \(ref) FOR KEY SHARE", for: .milliseconds(3000))
+            let services = try await TestEnvironment.services()
+            let deleted = await Task { try await services.apps.delete(appId: appId, actor: "test") }.result
+            if case .failure(let error) = deleted { Issue.record("the deletion failed: \(String(reflecting: error))") }
+            if case .failure(let error) = await writer.result { Issue.record("the writer failed: \(String(reflecting: error))") }
+            _ = await other.result
+            #expect(try await TestEnvironment.value("SELECT count(*)::int FROM apps WHERE app_id = \(appId)", as: Int.self) == 0)
+        }
+    }
+
     @Test("deleting an app while a PATCH of it waits for its webhook endpoints: no deadlock, no 500 (found by the admin fuzz)")
     func deleteAppRacingPatch() async throws {
         try await TestEnvironment.withLiveServer { api in

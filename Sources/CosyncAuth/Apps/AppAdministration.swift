@@ -109,10 +109,16 @@ public struct AppAdministration: Sendable {
     // MARK: read
 
     public func row(appId: String) async throws -> App {
-        guard Self.isAppId(appId),
-            let row = try await client.withConnection({ try await AppStore.app($0, appId: appId, logger: logger) })
-        else { throw AdminFailure.notFound("app") }
+        guard let row = try await currentApp(appId: appId) else { throw AdminFailure.notFound("app") }
         return row
+    }
+
+    /// The app as stored now (one primary-key read, never the cache), or nil. The admin API's
+    /// `AppAuthenticator` resolves its app here, once per request: an operator's decision must not
+    /// rest on a node's cache that another node's change has not reached yet.
+    public func currentApp(appId: String) async throws -> App? {
+        guard Self.isAppId(appId) else { return nil }
+        return try await client.withConnection { try await AppStore.app($0, appId: appId, logger: logger) }
     }
 
     /// The view of an app outside the admin routes (the CLI, AppKey): resolves it, then `view(app:)`.
@@ -208,14 +214,27 @@ public struct AppAdministration: Sendable {
 
     public func delete(appId: String, actor: String) async throws {
         guard Self.isAppId(appId) else { throw AdminFailure.notFound("app") }
-        let ref: Int64 = try await client.transaction(logger: logger) { db in
-            guard let ref = try await AppStore.deleteApp(db, appId: appId, logger: logger) else {
-                throw AdminFailure.notFound("app")
+        // The deletion races every write of the app, and no one lock order serves them all: a user
+        // write holds the app row (KEY SHARE, its foreign key) and then needs a webhook endpoint (its
+        // event's delivery) that the deletion removed before the app row. PostgreSQL then rolls one
+        // back (40P01); when that is the deletion, it is run again, at most twice more.
+        var retries = 0
+        while true {
+            do {
+                let ref: Int64 = try await client.transaction(logger: logger) { db in
+                    guard let ref = try await AppStore.deleteApp(db, appId: appId, logger: logger) else {
+                        throw AdminFailure.notFound("app")
+                    }
+                    try await AuditLog.record(db, appRef: nil, appId: appId, actor: actor, action: "app.delete", logger: logger)
+                    return ref
+                }
+                cache.invalidate(ref: ref)
+                return
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40P01" && retries < 2 {
+                retries += 1
+                logger.warning("app deletion chosen as a deadlock victim: retrying", metadata: ["appId": "\(appId)", "retry": "\(retries)"])
             }
-            try await AuditLog.record(db, appRef: nil, appId: appId, actor: actor, action: "app.delete", logger: logger)
-            return ref
         }
-        cache.invalidate(ref: ref)
     }
 
     // MARK: rotation
@@ -335,8 +354,7 @@ public struct AppAdministration: Sendable {
     }
 
     /// The app with this id for the end-user API (an access token names it): from the cache, else one
-    /// query. The admin API's `AppAuthenticator` resolves its app here too, once per request; a change
-    /// re-reads the row, locked, inside its transaction.
+    /// query. The admin API reads the row instead (`currentApp`).
     public func cachedApp(appId: String) async throws -> App? {
         guard Self.isAppId(appId) else { return nil }
         if let cached = cache.app(appId: appId) { return cached }

@@ -208,7 +208,7 @@ public struct AppState: Sendable, Equatable {
 
     static func looksLikeEmail(_ text: String) -> Bool {
         let parts = text.unicodeScalars.split(separator: "@", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".") && !text.unicodeScalars.contains(where: \.properties.isWhitespace)
+        return parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".") && !text.contains(where: \.isWhitespace)
     }
 
     static func parseLocales(_ value: JSONValue) throws(FieldError) -> [String] {

@@ -71,7 +71,8 @@ public enum AppStore {
 
     /// The app; with `forUpdate`, its row locked for a change of the app (`FOR NO KEY UPDATE`: changes
     /// of one app wait for each other, while user, audit and event writes, which only need the row to
-    /// stay, go on).
+    /// stay, go on; a change of a uniquely indexed column, such as the secret's hash, still takes the
+    /// stronger lock when it writes).
     public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> App? {
         let lock = forUpdate ? " FOR NO KEY UPDATE" : ""
         let rows = try await db.query(

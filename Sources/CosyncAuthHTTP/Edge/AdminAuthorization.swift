@@ -47,7 +47,7 @@ struct AdminAuthorization: Sendable {
     func requireApp(_ request: Request, appId: String) async throws -> (AdminPrincipal, App?) {
         let token = try bearer(request)
         if await services.operatorToken.matches(token) {
-            return (.appOperator, AppAdministration.isAppId(appId) ? try await services.apps.cachedApp(appId: appId) : nil)
+            return (.appOperator, try await services.apps.currentApp(appId: appId))
         }
         if let owner = try await services.apps.app(forSecret: token) {
             guard owner.appId == appId else {
@@ -56,7 +56,7 @@ struct AdminAuthorization: Sendable {
             if AppStatus(stored: owner.status) == .suspended, request.method != .get, request.method != .head {
                 throw AdminError(status: .forbidden, code: "app_suspended", message: "the app is suspended: its secret may only read")
             }
-            return (.appDeveloper(appId: appId), try await services.apps.cachedApp(appId: appId))
+            return (.appDeveloper(appId: appId), try await services.apps.currentApp(appId: appId))
         }
         throw AdminError(status: .unauthorized, code: "unauthenticated", message: "the token is not valid")
     }

@@ -103,9 +103,10 @@ public enum AppKeyHandle: Sendable, Equatable {
     }
 
     static func isEmail(_ text: String) -> Bool {
+        // Split at the @ code point (`Identifiers.hasAt`); the domain is judged by characters, as before.
         let parts = text.unicodeScalars.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, !text.unicodeScalars.contains(where: \.properties.isWhitespace) else { return false }
-        let domain = parts[1].split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !text.contains(where: \.isWhitespace) else { return false }
+        let domain = String(String.UnicodeScalarView(parts[1])).split(separator: ".", omittingEmptySubsequences: false)
         guard domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }), let tld = domain.last, tld.count >= 2 else { return false }
         return true
     }
