@@ -20,6 +20,16 @@ struct IdentityTests {
         return (reply.json["identities"]?.arrayValue ?? []).compactMap { $0["kind"]?.stringValue }.sorted()
     }
 
+    @Test("identities.kind is typed end to end: the column's CHECK admits exactly the IdentityKind cases")
+    func kindColumnMatchesEnum() async throws {
+        let definition = try #require(try await TestEnvironment.value(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'identities'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%kind%'",
+            as: String.self))
+        let admitted = Set(definition.split(separator: "'").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            .filter { !$0.contains("::") && !$0.contains(" ") })
+        #expect(admitted == Set(IdentityKind.allCases.map(\.rawValue)), "\(definition)")
+    }
+
     @Test("a password user links Google by its verified e-mail; socialLogin then finds the same user; detach and the last identity")
     func linkAndDetach() async throws {
         try await TestEnvironment.withLiveServer { api in

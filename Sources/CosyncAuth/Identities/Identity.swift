@@ -22,7 +22,7 @@ public enum IdentityKind: String, Sendable, CaseIterable {
 public struct Identity: Sendable, Equatable {
     public let id: UUID
     public let userId: UUID
-    public let kind: String
+    public let kind: IdentityKind
     public let subject: String
     public let email: String?
     public let createdAt: Date

@@ -27,12 +27,12 @@ extension UserAdministration {
                 throw AdminFailure.notFound("user")
             }
             let all = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
-            guard let removed = all.first(where: { $0.id == identity }), let kind = IdentityKind(rawValue: removed.kind) else {
+            guard let removed = all.first(where: { $0.id == identity }) else {
                 throw AdminFailure.notFound("identity")
             }
             let detail: [String: JSONValue] = [
                 "userId": .string(id.uuidString.lowercased()), "identityId": .string(identity.uuidString.lowercased()),
-                "kind": .string(removed.kind),
+                "kind": .string(removed.kind.rawValue),
             ]
             if all.count == 1 {
                 guard deleteAccount else {
@@ -40,18 +40,18 @@ extension UserAdministration {
                         code: "last_identity", message: "this is the user's last way to sign in; pass deleteAccount=true to delete the account")
                 }
                 _ = try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger)
-                try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
+                try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind.rawValue)], logger: logger)
                 try await Events.record(db, app: app, type: .userDeleted, user: user, data: ["actor": .string(actor)], logger: logger)
                 try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.delete", detail: detail, logger: logger)
                 return .accountDeleted
             }
-            try await IdentityRemoval.remove(db, app: app, user: user, identityId: removed.id, kind: kind, reason: "identity_detached", logger: logger)
-            switch kind {
+            try await IdentityRemoval.remove(db, app: app, user: user, identityId: removed.id, kind: removed.kind, reason: "identity_detached", logger: logger)
+            switch removed.kind {
             case .password: try await UserStore.clearPassword(db, id: user.id, logger: logger)
             case .apple, .google: try await UserStore.spendSocialEmailLink(db, userId: user.id, logger: logger)
             case .anonymous, .passkey: break
             }
-            try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind)], logger: logger)
+            try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind.rawValue)], logger: logger)
             try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)
             return .detached
         }
@@ -97,7 +97,7 @@ extension UserAdministration {
                     detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(provider.rawValue), "handleProven": .bool(proven)],
                     logger: logger)
                 let all = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
-                guard let linked = all.first(where: { $0.kind == provider.rawValue }) else { throw StoreError.noRowReturned }
+                guard let linked = all.first(where: { $0.kind == IdentityKind(provider) }) else { throw StoreError.noRowReturned }
                 return linked
             }
         } catch let error as PSQLError {
@@ -145,33 +145,33 @@ extension UserAdministration {
                     db, app: app, id: id, holding: .anonymous,
                     else: .conflict(code: "not_anonymous", message: "only an anonymous account can be upgraded"))
                 let anonymous = try await IdentityStore.list(db, appRef: app.ref, userId: user.id, logger: logger)
-                    .first { $0.kind == IdentityKind.anonymous.rawValue }
+                    .first { $0.kind == .anonymous }
                 let upgraded: User
-                let kind: String
+                let kind: IdentityKind
                 switch way {
                 case .password(let handle, let hash):
                     upgraded = try await UserStore.upgrade(db, id: user.id, handle: handle, passwordHash: hash, loginProvider: "", logger: logger)
                     try await IdentityStore.insert(db, appRef: app.ref, userId: user.id, kind: .password, subject: handle, logger: logger)
-                    kind = IdentityKind.password.rawValue
+                    kind = .password
                 case .provider(let provider, let verified):
                     let handle = verified.email ?? ""
                     upgraded = try await UserStore.upgrade(
                         db, id: user.id, handle: handle, passwordHash: nil, loginProvider: provider.rawValue, logger: logger)
                     try await IdentityStore.insert(
                         db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: verified.subject, email: handle, logger: logger)
-                    kind = provider.rawValue
+                    kind = IdentityKind(provider)
                 }
                 // The account keeps its sessions: those of the anonymous handle now hang off the new
                 // identity, so the handle's removal does not end them.
                 if let anonymous {
-                    try await SessionStore.rebind(db, userId: user.id, from: anonymous.id, toKind: IdentityKind(rawValue: kind) ?? .password, logger: logger)
+                    try await SessionStore.rebind(db, userId: user.id, from: anonymous.id, toKind: kind, logger: logger)
                 }
                 try await IdentityStore.deleteKind(db, userId: user.id, kind: .anonymous, logger: logger)
                 try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string("anonymous")], logger: logger)
-                try await Events.record(db, app: app, type: .identityLinked, user: upgraded, data: ["kind": .string(kind)], logger: logger)
+                try await Events.record(db, app: app, type: .identityLinked, user: upgraded, data: ["kind": .string(kind.rawValue)], logger: logger)
                 try await AuditLog.record(
                     db, appRef: app.ref, appId: app.appId, actor: actor, action: "user.upgrade",
-                    detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(kind), "handle": .string(upgraded.handle)],
+                    detail: ["userId": .string(id.uuidString.lowercased()), "kind": .string(kind.rawValue), "handle": .string(upgraded.handle)],
                     logger: logger)
                 return upgraded
             }

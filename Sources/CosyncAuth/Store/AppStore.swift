@@ -270,7 +270,14 @@ public enum AppStore {
 
 public enum StoreError: Error, CustomStringConvertible {
     case noRowReturned
-    public var description: String { "the database returned no row" }
+    /// A stored value that the column's enum does not name (a newer server's row, or a hand edit).
+    case unknownValue(column: String, value: String)
+    public var description: String {
+        switch self {
+        case .noRowReturned: "the database returned no row"
+        case .unknownValue(let column, let value): "\(column) holds \(value.debugDescription), which this server does not know"
+        }
+    }
 }
 
 extension PSQLError {

@@ -10,7 +10,9 @@ public enum IdentityStore {
     static func decode(_ rows: PostgresRowSequence) async throws -> [Identity] {
         var found: [Identity] = []
         for try await c in rows.decode((UUID, UUID, String, String, String?, Date, Date?).self) {
-            found.append(Identity(id: c.0, userId: c.1, kind: c.2, subject: c.3, email: c.4, createdAt: c.5, lastUsedAt: c.6))
+            // The column's CHECK admits exactly the IdentityKind cases.
+            guard let kind = IdentityKind(rawValue: c.2) else { throw StoreError.unknownValue(column: "identities.kind", value: c.2) }
+            found.append(Identity(id: c.0, userId: c.1, kind: kind, subject: c.3, email: c.4, createdAt: c.5, lastUsedAt: c.6))
         }
         return found
     }

@@ -117,7 +117,7 @@ extension Identity {
     public func json() -> [String: JSONValue] {
         [
             "identityId": .string(id.uuidString.lowercased()),
-            "kind": .string(kind),
+            "kind": .string(kind.rawValue),
             "subject": .string(subject),
             "email": email.map { .string($0) } ?? .null,
             "createdAt": .string(ISO8601.milliseconds(createdAt)),

@@ -74,13 +74,13 @@ extension EndUserFlows {
     /// the account is a destructive step that needs a recent sign-in.
     func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> Bool {
         let identities = try await client.withConnection { try await IdentityStore.list($0, appRef: app.ref, userId: user.id, logger: logger) }
-        let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == p.rawValue } }
+        let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == IdentityKind(p) } }
         guard !providers.isEmpty else { throw EndUserError.invalidData }
         for provider in providers {
             let audiences = try Self.audiences(app, provider, gate: false)
             guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { continue }
             let fresh = identity.issuedAt.map { Date().timeIntervalSince($0) <= Double(app.settings.freshAuthMinutes) * 60 } ?? false
-            return fresh && identities.contains { $0.kind == provider.rawValue && $0.subject == identity.subject }
+            return fresh && identities.contains { $0.kind == IdentityKind(provider) && $0.subject == identity.subject }
         }
         return false
     }
