@@ -80,10 +80,7 @@ public struct WebhookAdministration: Sendable {
         let endpoint: WebhookEndpoint = try await client.transaction(logger: logger) { db in
             // The app row is locked so that two creations cannot both pass the count; an app deleted
             // meanwhile is not found (not a foreign-key error).
-            let locked = try await db.query("SELECT id FROM apps WHERE id = \(app.ref) FOR NO KEY UPDATE", logger: logger)
-            var found = false
-            for try await _ in locked { found = true }
-            guard found else { throw AdminFailure.notFound("app") }
+            guard try await AppStore.lockForChange(db, ref: app.ref, logger: logger) else { throw AdminFailure.notFound("app") }
             guard try await EventStore.countEndpoints(db, appRef: app.ref, logger: logger) < settings.maxEndpointsPerApp else {
                 throw AdminFailure.conflict(code: "too_many_webhooks", message: "an app may have at most \(settings.maxEndpointsPerApp) webhook endpoints")
             }

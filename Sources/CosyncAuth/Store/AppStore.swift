@@ -74,10 +74,21 @@ public enum AppStore {
     /// stay, go on; a change of a uniquely indexed column, such as the secret's hash, still takes the
     /// stronger lock when it writes).
     public static func app(_ db: PostgresConnection, appId: String, forUpdate: Bool = false, logger: Logger) async throws -> App? {
-        let lock = forUpdate ? " FOR NO KEY UPDATE" : ""
+        let lock = forUpdate ? changeLock : ""
         let rows = try await db.query(
             "SELECT \(unescaped: appColumns) FROM apps WHERE app_id = \(appId)\(unescaped: lock)", logger: logger)
         return try await decodeApps(rows).first
+    }
+
+    /// The lock every change of an app takes on its row (see `app(forUpdate:)`).
+    static let changeLock = " FOR NO KEY UPDATE"
+
+    /// Locks the app row for a change of the app, as `app(forUpdate:)` does, by its internal id;
+    /// false when the app is gone.
+    static func lockForChange(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> Bool {
+        let rows = try await db.query("SELECT 1 FROM apps WHERE id = \(ref)\(unescaped: changeLock)", logger: logger)
+        for try await _ in rows { return true }
+        return false
     }
 
     public static func app(_ db: PostgresConnection, ref: Int64, logger: Logger) async throws -> App? {
