@@ -480,17 +480,21 @@ struct HardeningIITests {
         }
     }
 
+    /// A new app (signup flow `none`) with one webhook endpoint (never reached) subscribed to `type`.
+    func appWithEndpoint(_ api: API, _ name: String, subscribedTo type: EventType) async throws -> (appId: String, endpointId: UUID) {
+        let appId = try await api.createApp(name, settings: ["signupFlow": .string("none")]).string("appId")
+        let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
+            "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string(type.rawValue)]),
+        ]))
+        return (appId, try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)"))
+    }
+
     /// Deleting an app while a webhook worker marks one of its deliveries (endpoint row first, then the
     /// delivery: `WebhookWorker.markDelivered`'s order, held open here).
     @Test("deleting an app while a webhook delivery of it is being marked: no deadlock, no 500 (found by the admin fuzz)")
     func deleteAppRacingWebhookMark() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("Racing", settings: ["signupFlow": .string("none")])
-            let appId = created.string("appId")
-            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
-                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("user.created")]),
-            ]))
-            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            let (appId, endpointId) = try await appWithEndpoint(api, "Racing", subscribedTo: .userCreated)
             #expect(try await api.call(.post, "/admin/v1/apps/\(appId)/users", json: .object(["handle": .string(IdentityTests.unique("w")), "password": .string("Pw-1")])).status == .created)
             #expect(try await TestEnvironment.value("SELECT count(*)::int FROM webhook_deliveries WHERE endpoint_id = \(endpointId)", as: Int.self) == 1)
             let mark = try await TestEnvironment.holding(
@@ -507,12 +511,7 @@ struct HardeningIITests {
     @Test("an app deletion that PostgreSQL picks as a deadlock victim runs again and succeeds (attacker review)")
     func deleteAppDeadlockVictimRetries() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("Victim", settings: ["signupFlow": .string("none")])
-            let appId = created.string("appId")
-            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
-                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("user.created")]),
-            ]))
-            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            let (appId, endpointId) = try await appWithEndpoint(api, "Victim", subscribedTo: .userCreated)
             let ref = try #require(try await TestEnvironment.value("SELECT id FROM apps WHERE app_id = \(appId)", as: Int64.self))
             // A user write as PostgreSQL runs it: the app row (its foreign key), then the endpoint (its
             // event's delivery). A second one keeps the app row a while longer, so that the deletion
@@ -532,12 +531,7 @@ struct HardeningIITests {
     @Test("deleting an app while a PATCH of it waits for its webhook endpoints: no deadlock, no 500 (found by the admin fuzz)")
     func deleteAppRacingPatch() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("Patched", settings: ["signupFlow": .string("none")])
-            let appId = created.string("appId")
-            let endpoint = try await api.call(.post, "/admin/v1/apps/\(appId)/webhooks", json: .object([
-                "url": .string("http://127.0.0.1:9/hook"), "eventTypes": .array([.string("app.updated")]),
-            ]))
-            let endpointId = try #require(UUID(uuidString: endpoint.object["webhookId"]?.stringValue ?? ""), "\(endpoint.text)")
+            let (appId, endpointId) = try await appWithEndpoint(api, "Patched", subscribedTo: .appUpdated)
             // The endpoint row is held; the deletion queues for it first, then the PATCH (whose
             // app.updated delivery needs it). Before: the PATCH held the app row, the deletion took the
             // endpoint and then waited for the app row: 40P01, answered 500.
