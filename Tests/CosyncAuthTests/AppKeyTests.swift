@@ -415,7 +415,7 @@ struct AppKeyTests {
                 #expect(removed.status == .ok && removed.object["authenticators"]?.arrayValue?.count == 1, "\(removed.text)")
             }
             // A stale sign-in cannot add or remove.
-            try await TestEnvironment.sql("UPDATE sessions SET created_at = now() - interval '1 hour'")
+            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE handle = \(handle))")
             #expect(K.code(try await client.post("addPasskey", .json, [], .access(token))) == 405)
             #expect(K.code(try await client.post("removePasskey", .json, [("keyId", .string(firstId))], .access(token))) == 405)
             #expect(K.code(try await client.post("addPasskey", .json, [], .access("garbage"))) == 405)
@@ -528,7 +528,7 @@ struct AppKeyTests {
             #expect(K.code(try await client.post("login", .json, [("handle", .string("nosuchname"))])) == 607)
             #expect(K.code(try await client.post("login", .json, [("handle", .string(K.uniqueEmail()))])) == 603)
             // Deletion needs a fresh token.
-            try await TestEnvironment.sql("UPDATE sessions SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE handle = \(handle))")
+            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE handle = \(handle))")
             #expect(K.code(try await client.post("deleteAccount", .form, [], .access(token))) == 405)
             let fresh = try await client.logIn(handle, &device, .form, verify: true)
             #expect(try await client.post("deleteAccount", .form, [], .access(fresh.object.string("access-token"))).text == "true")

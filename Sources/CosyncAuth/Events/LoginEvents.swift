@@ -27,7 +27,7 @@ extension LoginThrottle {
         let rows = try await db.query(
             """
             SELECT EXISTS (SELECT 1 FROM login_throttle WHERE app_ref = \(app.ref) AND subject = ANY (\(names)) AND locked_until > now())
-            """, logger: flows.logger)
+            """, logger: logger)
         for try await locked in rows.decode(Bool.self) { return locked }
         return false
     }

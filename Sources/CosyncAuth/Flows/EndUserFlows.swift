@@ -38,6 +38,16 @@ public struct FlowSettings: Sendable {
     public var anonymousAccountsPerAddressPerHour: Int = 30
     public var anonymousAccountsPerAppPerHour: Int = 3600
     public init() {}
+
+    /// The limits of `PasswordMethod`.
+    var passwordLimits: PasswordLimits {
+        var limits = PasswordLimits()
+        limits.throttleWindow = throttleWindow
+        limits.maxLockout = maxLockout
+        limits.addressThresholdFactor = addressThresholdFactor
+        limits.handleThresholdFactor = handleThresholdFactor
+        return limits
+    }
 }
 
 /// The end-user flows (<doc:EndUserAPI> §5, <doc:EndUserAPI> §6). Each method takes decoded fields and returns a result
@@ -51,6 +61,8 @@ public struct EndUserFlows: Sendable {
     public let social: SocialTokenVerifier
     public let settings: FlowSettings
     public let logger: Logger
+    /// The shared sign-in methods (`Methods/`).
+    public let passwords: PasswordMethod
     var box: SecretBox { apps.box }
 
     public init(
@@ -65,6 +77,7 @@ public struct EndUserFlows: Sendable {
         self.social = social
         self.settings = settings
         self.logger = logger
+        self.passwords = PasswordMethod(client: client, hasher: hasher, limits: settings.passwordLimits, logger: logger)
     }
 
 }

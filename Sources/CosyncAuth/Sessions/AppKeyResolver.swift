@@ -85,15 +85,12 @@ public struct AppKeyResolver: Sendable {
         else { throw AppKeyError.appNotFound }
         guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
         try Self.requireActive(app)
-        let found = try await client.withConnection { db -> (User, Date)? in
-            guard let user = try await SessionStore.liveUser(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger),
-                let opened = try await PasskeyStore.sessionOpened(db, sessionId: sessionId, logger: logger)
-            else { return nil }
-            return (user, opened)
+        let found = try await client.withConnection { db in
+            try await SessionStore.liveUser(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
         }
-        guard let (user, opened) = found else { throw AppKeyError.invalidAccessToken }
+        guard let (user, proof) = found else { throw AppKeyError.invalidAccessToken }
         guard user.status == .active else { throw AppKeyError.accountSuspended }
-        return AppKeyCaller(app: app, user: user, sessionId: sessionId, authTime: opened, accessToken: token)
+        return AppKeyCaller(app: app, user: user, sessionId: sessionId, proof: proof, accessToken: token)
     }
 
     /// The caller of a live, unused passkey-reset token.
@@ -103,14 +100,14 @@ public struct AppKeyResolver: Sendable {
         else { throw AppKeyError.invalidAccessToken }
         guard app.product == .appKey else { throw AppKeyError.invalidAppToken.with("this app does not serve the AppKey API") }
         try Self.requireActive(app)
-        guard let (user, created) = try await client.withConnection({ db -> (User, Date)? in
-            guard let created = try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger),
-                let user = try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
-            else { return nil }
-            return (user, created)
+        guard let user = try await client.withConnection({ db -> User? in
+            guard try await PasskeyStore.liveReset(db, id: resetId, userId: userId, logger: logger) != nil else { return nil }
+            return try await UserStore.find(db, appRef: app.ref, id: userId, logger: logger)
         }) else { throw AppKeyError.invalidAccessToken.with("the reset token is unknown, used or expired") }
         guard user.status == .active else { throw AppKeyError.accountSuspended }
-        return AppKeyCaller(app: app, user: user, sessionId: resetId, authTime: created, accessToken: token, resetId: resetId)
+        // The live reset token, presented with this request, is the proof (it only allows adding a passkey).
+        let proof = AuthProof(method: .passkeyReset, at: Date(), source: .request)
+        return AppKeyCaller(app: app, user: user, sessionId: resetId, proof: proof, accessToken: token, resetId: resetId)
     }
 
     /// An optional access token, verified (signature, scope, expiry) but not yet judged: K18
@@ -122,20 +119,17 @@ public struct AppKeyResolver: Sendable {
     }
 }
 
-/// The signed-in caller of an AppKey user-scope request: app, user, session, and when the session was
-/// opened (its `auth_time`).
+/// The signed-in caller of an AppKey user-scope request: app, user, session, and how and when the
+/// session was last proven (for a passkey-reset token: the token itself).
 public struct AppKeyCaller: Sendable {
     public let app: App
     public let user: User
     public let sessionId: UUID
-    public let authTime: Date
+    public let proof: AuthProof
     /// The access token as presented: answered back in the user body's `access-token`.
     public let accessToken: String
     /// Set when the token is a passkey-reset token (<doc:AppKeyAPI> §5.4): it may only add a passkey.
     public var resetId: UUID? = nil
-
-    /// Signed in within the app's `freshAuthMinutes` (<doc:AppKeyAPI> §2.7).
-    public var isFresh: Bool { Date().timeIntervalSince(authTime) <= Double(app.settings.freshAuthMinutes * 60) }
 }
 
 /// A signup-token resolved: the app of its pending signup and the token's hash (the signup's key).

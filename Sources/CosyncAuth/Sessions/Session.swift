@@ -29,12 +29,20 @@ public enum SessionMethod: String, Sendable, CaseIterable {
 public struct Session: Sendable, Equatable {
     public let id: UUID
     public let userId: UUID
-    public let method: String
+    public let method: SessionMethod
+    /// How and when the session was last proven: its sign-in, or a later re-proof (`StepUp`).
+    public let lastProof: AuthProof
     public let clientAddress: String?
     public let userAgent: String?
     public let createdAt: Date
     public let lastSeenAt: Date
     public let expiresAt: Date
+
+    /// The method of the last proof (a session's proofs are always sign-ins).
+    public var provenBy: SessionMethod {
+        if case .signIn(let method) = lastProof.method { return method }
+        return method
+    }
 }
 
 /// Where a request comes from, as far as a new session records it. The HTTP edge sets it for the
@@ -67,11 +75,14 @@ public struct AuthenticatedCaller: Sendable {
     public let sessionId: UUID?
     /// SHA-256 of the access token presented (a changePassword keeps a session-less token alive by it).
     public let tokenHash: Data
+    /// How and when the session was last proven; nil for a token without a session.
+    public let sessionProof: AuthProof?
 
-    public init(app: App, user: User, sessionId: UUID?, tokenHash: Data) {
+    public init(app: App, user: User, sessionId: UUID?, tokenHash: Data, sessionProof: AuthProof? = nil) {
         self.app = app
         self.user = user
         self.sessionId = sessionId
         self.tokenHash = tokenHash
+        self.sessionProof = sessionProof
     }
 }

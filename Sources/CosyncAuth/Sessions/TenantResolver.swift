@@ -50,11 +50,11 @@ public struct TenantResolver: Sendable {
         guard let userId = UUID(uuidString: claims.uid) else { throw EndUserError.invalidAccessToken }
         if let sid = claims.sid {
             guard let sessionId = UUID(uuidString: sid),
-                let user = try await client.withConnection({
+                let (user, proof) = try await client.withConnection({
                     try await SessionStore.liveUser($0, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
                 })
             else { throw EndUserError.invalidAccessToken }
-            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId, tokenHash: Secrets.sha256(accessToken))
+            return AuthenticatedCaller(app: app, user: user, sessionId: sessionId, tokenHash: Secrets.sha256(accessToken), sessionProof: proof)
         }
         guard let user = try await client.withConnection({
             try await UserStore.user($0, appRef: app.ref, handle: claims.handle, exact: true, logger: logger)

@@ -237,13 +237,6 @@ public enum PasskeyStore {
         return try await UserStore.decode(rows).first
     }
 
-    /// When the session was opened: the `auth_time` of the tokens that name it.
-    static func sessionOpened(_ db: PostgresConnection, sessionId: UUID, logger: Logger) async throws -> Date? {
-        let rows = try await db.query("SELECT created_at FROM sessions WHERE id = \(sessionId)", logger: logger)
-        for try await date in rows.decode(Date.self) { return date }
-        return nil
-    }
-
     // MARK: passkey resets
 
     /// Starts a reset: the user's sessions end, its passkeys go, older resets go, a reset row is made.

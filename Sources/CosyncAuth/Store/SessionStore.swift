@@ -4,15 +4,23 @@ import PostgresNIO
 
 /// SQL of sessions. Ending a session is deleting its row; `ON DELETE CASCADE` ends them with their user.
 public enum SessionStore {
-    static let columns = "id, user_id, method, client_address, user_agent, created_at, last_seen_at, expires_at"
+    static let columns = "id, user_id, method, proven_by, proven_at, client_address, user_agent, created_at, last_seen_at, expires_at"
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [Session] {
         var sessions: [Session] = []
-        for try await c in rows.decode((UUID, UUID, String, String?, String?, Date, Date, Date).self) {
+        for try await c in rows.decode((UUID, UUID, String, String, Date, String?, String?, Date, Date, Date).self) {
             sessions.append(Session(
-                id: c.0, userId: c.1, method: c.2, clientAddress: c.3, userAgent: c.4, createdAt: c.5, lastSeenAt: c.6, expiresAt: c.7))
+                id: c.0, userId: c.1, method: try method(c.2, column: "sessions.method"),
+                lastProof: AuthProof(method: .signIn(try method(c.3, column: "sessions.proven_by")), at: c.4, source: .session),
+                clientAddress: c.5, userAgent: c.6, createdAt: c.7, lastSeenAt: c.8, expiresAt: c.9))
         }
         return sessions
+    }
+
+    /// A stored method name as the enum; one this server does not know is a `StoreError`.
+    static func method(_ stored: String, column: String) throws -> SessionMethod {
+        guard let method = SessionMethod(rawValue: stored) else { throw StoreError.unknownValue(column: column, value: stored) }
+        return method
     }
 
     /// What opening a session came to.
@@ -53,8 +61,8 @@ public enum SessionStore {
                 SELECT i.id FROM identities i
                 WHERE i.user_id = \(userId)
                   AND (i.id = \(identityId) OR (\(identityId)::uuid IS NULL AND i.kind = \(kind) AND i.kind <> 'passkey')))
-            INSERT INTO sessions (id, app_ref, user_id, method, identity_id, client_address, user_agent, expires_at)
-            SELECT \(id), \(appRef), \(userId), \(method.rawValue), (SELECT id FROM opener), \(origin.address), \(origin.userAgent),
+            INSERT INTO sessions (id, app_ref, user_id, method, proven_by, identity_id, client_address, user_agent, expires_at)
+            SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(method.rawValue), (SELECT id FROM opener), \(origin.address), \(origin.userAgent),
                    now() + make_interval(secs => \(lifetimeSeconds)::int)
             WHERE EXISTS (SELECT 1 FROM opener) OR \(mayBeUnbound)
             RETURNING id
@@ -79,14 +87,22 @@ public enum SessionStore {
         return ended
     }
 
-    /// The user of a live session, in one statement: the session must exist, belong to the app and to
-    /// `userId`, and not have expired. `last_seen_at` is written only when it is 5 minutes old, so a
-    /// busy client does not write on every request.
-    static func liveUser(_ db: PostgresConnection, sessionId: UUID, appRef: Int64, userId: UUID, logger: Logger) async throws -> User? {
-        for try await user in try await db.execute(LiveUser(sessionId: sessionId, appRef: appRef, userId: userId), logger: logger) {
-            return user
+    /// The user of a live session and the session's last proof, in one statement: the session must
+    /// exist, belong to the app and to `userId`, and not have expired. `last_seen_at` is written only
+    /// when it is 5 minutes old, so a busy client does not write on every request.
+    static func liveUser(_ db: PostgresConnection, sessionId: UUID, appRef: Int64, userId: UUID, logger: Logger) async throws
+        -> (user: User, proof: AuthProof)?
+    {
+        for try await found in try await db.execute(LiveUser(sessionId: sessionId, appRef: appRef, userId: userId), logger: logger) {
+            return found
         }
         return nil
+    }
+
+    /// Records a re-proof of a live session (a factor checked on it): how, and now.
+    static func reprove(_ db: PostgresConnection, sessionId: UUID, by method: SessionMethod, logger: Logger) async throws {
+        try await db.query(
+            "UPDATE sessions SET proven_by = \(method.rawValue), proven_at = now() WHERE id = \(sessionId)", logger: logger)
     }
 
     /// Every access-token request runs it: a prepared statement, parsed and planned once per connection.
@@ -96,10 +112,10 @@ public enum SessionStore {
             WITH seen AS (
                 UPDATE sessions SET last_seen_at = now()
                 WHERE id = $1 AND expires_at > now() AND last_seen_at < now() - interval '5 minutes')
-            SELECT \(UserStore.qualifiedColumns("u")) FROM sessions s JOIN users u ON u.id = s.user_id
+            SELECT \(UserStore.qualifiedColumns("u")), s.proven_by, s.proven_at FROM sessions s JOIN users u ON u.id = s.user_id
             WHERE s.id = $1 AND s.app_ref = $2 AND s.user_id = $3 AND s.expires_at > now()
             """
-        typealias Row = User
+        typealias Row = (user: User, proof: AuthProof)
         let sessionId: UUID
         let appRef: Int64
         let userId: UUID
@@ -112,7 +128,13 @@ public enum SessionStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> User { try UserStore.user(from: row) }
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            let user = try UserStore.user(from: row)
+            let columns = row.makeRandomAccess()
+            let count = columns.count
+            let by = try columns[count - 2].decode(String.self), at = try columns[count - 1].decode(Date.self)
+            return (user, AuthProof(method: .signIn(try SessionStore.method(by, column: "sessions.proven_by")), at: at, source: .session))
+        }
     }
 
     static func list(_ db: PostgresConnection, appRef: Int64, userId: UUID, logger: Logger) async throws -> [Session] {

@@ -315,6 +315,7 @@ enum OpenAPIDocument {
         ]
         let session: [String: JSONValue] = [
             "sessionId": uuid, "method": enumeration(SessionMethod.allCases.map(\.rawValue)),
+            "provenBy": enumeration(SessionMethod.allCases.map(\.rawValue)), "provenAt": dateTime,
             "clientAddress": nullable("string"), "userAgent": nullable("string"),
             "createdAt": dateTime, "lastSeenAt": dateTime, "expiresAt": dateTime,
         ]

@@ -103,7 +103,9 @@ extension Session {
     public func json() -> [String: JSONValue] {
         [
             "sessionId": .string(id.uuidString.lowercased()),
-            "method": .string(method),
+            "method": .string(method.rawValue),
+            "provenBy": .string(provenBy.rawValue),
+            "provenAt": .string(ISO8601.milliseconds(lastProof.at)),
             "clientAddress": clientAddress.map { .string($0) } ?? .null,
             "userAgent": userAgent.map { .string($0) } ?? .null,
             "createdAt": .string(ISO8601.milliseconds(createdAt)),

@@ -99,7 +99,7 @@ extension AppKeyFlows {
 
     /// K15 `POST deleteAccount`: with a fresh token, the user and everything it owns go.
     public func deleteAccount(caller: AppKeyCaller) async throws {
-        guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
+        try StepUp.require(.deleteAccount, proofs: [caller.proof], app: caller.app, else: AppKeyError.freshSignInRequired)
         try await client.transaction(logger: logger) { db in
             try await db.query("DELETE FROM webauthn_challenges WHERE user_id = \(caller.user.id)", logger: logger)
             guard try await UserStore.delete(db, appRef: caller.app.ref, id: caller.user.id, logger: logger) != nil else {

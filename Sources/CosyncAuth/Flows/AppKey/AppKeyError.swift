@@ -59,6 +59,8 @@ public struct AppKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     public static let passkeyNotExist = AppKeyError(kind: .passkeyNotExist)
     public static let invalidPasskey = AppKeyError(kind: .invalidPasskey)
     public static let invalidHandleFormat = AppKeyError(kind: .invalidHandleFormat)
+    /// A sensitive change whose caller has not proven itself recently enough (`StepUp`).
+    public static let freshSignInRequired = AppKeyError(kind: .invalidAccessToken, detail: "a fresh sign-in is required: verify first")
 
     /// The AppKey error of a CosyncAuth flow error (shared helpers throw those).
     public init(_ error: EndUserError) {

@@ -6,7 +6,7 @@ extension AppKeyFlows {
     /// fresh sign-in (E405) and room under the app's `passkeysPerUser` (E602).
     public func addPasskey(caller: AppKeyCaller) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
-        guard caller.isFresh || caller.resetId != nil else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
+        try StepUp.require(.addPasskey, proofs: [caller.proof], app: app, else: AppKeyError.freshSignInRequired)
         let challenge = Self.newChallenge()
         let (profile, passkeys) = try await client.transaction(logger: logger) { db in
             let profile = try await PasskeyStore.profile(db, userId: user.id, logger: logger)
@@ -88,7 +88,7 @@ extension AppKeyFlows {
     public func removePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
-        guard caller.isFresh else { throw AppKeyError.invalidAccessToken.with("a fresh sign-in is required: verify first") }
+        try StepUp.require(.removePasskey, proofs: [caller.proof], app: app, else: AppKeyError.freshSignInRequired)
         try await removePasskey(app: app, user: user, credentialId: credentialId, actor: "user")
         return try await userBody(app: app, user: user, accessToken: caller.accessToken)
     }

@@ -34,7 +34,7 @@ extension EndUserFlows {
                         throw EndUserError.accountNotVerified
                     }
                     // Failures of one account are counted under its handle, whichever identifier was typed.
-                    let throttle = LoginThrottle(flows: self, app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
+                    let throttle = passwords.throttle(app: app, handle: found?.handle.lowercased() ?? handle, address: clientAddress)
                     try await throttle.reserve(in: db)
                     return (found, throttle)
                 }
@@ -56,7 +56,7 @@ extension EndUserFlows {
             Telemetry.login("not_active", appId: app.appId)
             throw error
         }
-        guard PasswordHasher.isMD5Hex(password), try await throttle.check(releasing: false, { try await verifyPassword(password, user: user) }) else {
+        guard PasswordHasher.isMD5Hex(password), try await throttle.check(releasing: false, { try await passwords.verify(password, user: user) }) else {
             Telemetry.login("wrong_password", appId: app.appId)
             await recordFailedLogin(app: app, user: user, throttle: throttle)
             await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])

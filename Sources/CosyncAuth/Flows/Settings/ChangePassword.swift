@@ -15,15 +15,14 @@ extension EndUserFlows {
         let md5 = try Input.md5(new)
         try requireActive(app)
         try requireActiveUser(user)
-        let throttle = LoginThrottle(flows: self, app: app, handle: user.handle.lowercased(), address: clientAddress)
-        guard try await throttle.reserve() else {
-            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("locked")])
+        let proof: AuthProof
+        do {
+            proof = try await passwords.reprove(app: app, user: user, password: current, address: clientAddress)
+        } catch let refused as PasswordMethod.Refused {
+            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string(refused.reason)])
             throw EndUserError.invalidData
         }
-        guard try await throttle.check({ try await verifyPassword(current, user: user) }) else {
-            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string("wrong password")])
-            throw EndUserError.invalidData
-        }
+        try StepUp.require(.changePassword, proofs: [proof] + [caller.sessionProof].compactMap { $0 }, app: app, else: EndUserError.invalidData)
         let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             // Nil: the user was deleted while its password was checked; its token no longer names anyone.
@@ -31,6 +30,7 @@ extension EndUserFlows {
                 db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
                 keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
             else { throw EndUserError.invalidAccessToken }
+            if let kept = caller.sessionId { try await SessionStore.reprove(db, sessionId: kept, by: .password, logger: logger) }
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
             try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)

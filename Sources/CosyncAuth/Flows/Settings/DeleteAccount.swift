@@ -15,6 +15,7 @@ extension EndUserFlows {
         // Unlike legacy, a suspended (402) or migrated (413) app's users cannot delete their accounts
         // either: the app is frozen as a whole (README "Suspended apps").
         try requireActive(app)
+        let proof: AuthProof
         if let handleField, let password {
             let handle = Identifiers.handle(handleField)
             if Identifiers.hasAt(handle) && handle != user.handle.lowercased() { throw EndUserError.invalidCredentials }
@@ -22,23 +23,26 @@ extension EndUserFlows {
             guard let target = try await client.withConnection({
                 try await UserStore.user($0, appRef: app.ref, handleOrUserName: handle, logger: logger)
             }), target.id == user.id else { throw EndUserError.invalidCredentials }
-            let throttle = LoginThrottle(flows: self, app: app, handle: user.handle.lowercased(), address: clientAddress)
-            guard try await throttle.reserve() else {
-                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("locked")])
-                throw EndUserError.invalidCredentials
-            }
-            guard PasswordHasher.isMD5Hex(password), try await throttle.check({ try await verifyPassword(password, user: user) }) else {
-                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("wrong password")])
+            do {
+                proof = try await passwords.reprove(app: app, user: user, password: password, address: clientAddress)
+            } catch let refused as PasswordMethod.Refused {
+                await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string(refused.reason)])
                 throw EndUserError.invalidCredentials
             }
         } else if let socialToken {
-            guard try await verifyOwnSocialToken(app: app, user: user, token: socialToken) else {
+            guard let presented = try await verifyOwnSocialToken(app: app, user: user, token: socialToken),
+                StepUp.allows(.deleteAccount, proofs: [presented], app: app)
+            else {
                 await audit(app: app, handle: user.handle, action: "deleteAccount", status: "error", detail: ["reason": .string("invalid provider token")])
                 throw EndUserError.invalidSocialToken
             }
+            proof = presented
         } else {
             throw EndUserError.invalidData
         }
+        // The factor this request presented is the proof; the session's own sign-in does not replace
+        // it on this wire (the contract asks for a password or a provider token every time).
+        try StepUp.require(.deleteAccount, proofs: [proof], app: app, else: EndUserError.invalidCredentials)
         try await client.transaction(logger: logger) { db in
             // Already gone (a concurrent deleteAccount won): no second deletion event.
             guard try await UserStore.delete(db, appRef: app.ref, id: user.id, logger: logger) != nil else { throw EndUserError.invalidAccessToken }

@@ -69,19 +69,19 @@ extension EndUserFlows {
         }
     }
 
-    /// deleteAccount's token mode (<doc:EndUserAPI> §5.24): the token must be one of the user's own provider accounts
-    /// (an identity of the user), and fresh: issued within the app's `freshAuthMinutes`, since deleting
-    /// the account is a destructive step that needs a recent sign-in.
-    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> Bool {
+    /// deleteAccount's token mode (<doc:EndUserAPI> §5.24): the token must verify and name one of the user's own provider
+    /// accounts (an identity of the user). Answers the proof it makes, dated by the token's `iat`
+    /// (none: the distant past), for `StepUp` to judge its freshness; nil when it proves nothing.
+    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> AuthProof? {
         let identities = try await client.withConnection { try await IdentityStore.list($0, appRef: app.ref, userId: user.id, logger: logger) }
         let providers = SocialProvider.allCases.filter { p in identities.contains { $0.kind == IdentityKind(p) } }
         guard !providers.isEmpty else { throw EndUserError.invalidData }
         for provider in providers {
             let audiences = try Self.audiences(app, provider, gate: false)
             guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { continue }
-            let fresh = identity.issuedAt.map { Date().timeIntervalSince($0) <= Double(app.settings.freshAuthMinutes) * 60 } ?? false
-            return fresh && identities.contains { $0.kind == IdentityKind(provider) && $0.subject == identity.subject }
+            guard identities.contains(where: { $0.kind == IdentityKind(provider) && $0.subject == identity.subject }) else { return nil }
+            return .presented(provider == .apple ? .apple : .google, at: identity.issuedAt ?? .distantPast)
         }
-        return false
+        return nil
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// The password-guessing limit of one attempt (login, and the password checks of changePassword and
@@ -17,7 +18,9 @@ import PostgresNIO
 /// start again after `throttleWindow` without an attempt. A correct password forgets the
 /// (handle, address) count and gives back its reservation on the other two.
 struct LoginThrottle {
-    let flows: EndUserFlows
+    let client: PostgresClient
+    let limits: PasswordLimits
+    let logger: Logger
     let app: App
     let handle: String
     let address: String?
@@ -30,9 +33,8 @@ struct LoginThrottle {
 
     /// (subject, threshold) of every counter this attempt takes.
     var subjects: [(String, Int)] {
-        let settings = flows.settings
-        var all = [("login:\(handle)|\(address ?? "-")", base), ("handle:\(handle)", base * settings.handleThresholdFactor)]
-        if let address { all.append(("ip:\(address)", base * settings.addressThresholdFactor)) }
+        var all = [("login:\(handle)|\(address ?? "-")", base), ("handle:\(handle)", base * limits.handleThresholdFactor)]
+        if let address { all.append(("ip:\(address)", base * limits.addressThresholdFactor)) }
         return all
     }
 
@@ -40,7 +42,7 @@ struct LoginThrottle {
     func reserve() async throws -> Bool {
         do {
             try await Telemetry.sql("reserve attempt") {
-                try await flows.client.transaction(logger: flows.logger) { db in try await reserve(in: db) }
+                try await client.transaction(logger: logger) { db in try await reserve(in: db) }
             }
             return true
         } catch is Locked {
@@ -53,8 +55,8 @@ struct LoginThrottle {
     func reserve(in db: PostgresConnection) async throws {
         for (subject, threshold) in subjects {
             guard try await ThrottleStore.reserve(
-                db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: flows.settings.throttleWindow,
-                maxLockSeconds: flows.settings.maxLockout, logger: flows.logger)
+                db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: limits.throttleWindow,
+                maxLockSeconds: limits.maxLockout, logger: logger)
             else { throw Locked() }
         }
     }
@@ -79,9 +81,9 @@ struct LoginThrottle {
 
     /// Takes this attempt's reservation back from every subject.
     func giveBack() async throws {
-        try await flows.client.withConnection { db in
+        try await client.withConnection { db in
             for (subject, threshold) in subjects {
-                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
+                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: logger)
             }
         }
     }
@@ -92,7 +94,7 @@ struct LoginThrottle {
     }
 
     private func released() async throws {
-        try await flows.client.withConnection { db in try await release(in: db) }
+        try await client.withConnection { db in try await release(in: db) }
     }
 
     /// A correct password, in the caller's transaction: forgets the (handle, address) count and gives
@@ -100,9 +102,9 @@ struct LoginThrottle {
     func release(in db: PostgresConnection) async throws {
         for (index, (subject, threshold)) in subjects.enumerated() {
             if index == 0 {
-                try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: flows.logger)
+                try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: logger)
             } else {
-                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: flows.logger)
+                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: logger)
             }
         }
     }
