@@ -8,21 +8,28 @@ extension EndUserFlows {
     /// other session of the user and keeps the caller's, so the app's own access token goes on working
     /// (the shipped SDKs cannot get a new one without asking the user to log in again).
     /// The current password is checked under the same reserved limit as a login of that account
-    /// (`LoginThrottle`), so a stolen access token does not give unlimited guesses.
+    /// (`PasswordMethod`), so a stolen access token does not give unlimited guesses. Whether the caller
+    /// may change it is the step-up rule's answer (`StepUp`, `.changePassword`): the session's own last
+    /// proof stands in for the current password only where that rule accepts it.
     public func changePassword(caller: AuthenticatedCaller, fields: Fields, clientAddress: String? = nil) async throws {
         let (app, user) = (caller.app, caller.user)
-        guard let current = fields["password"], let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
+        let current = fields["password"]
+        guard let new = fields["newPassword"], current != new else { throw EndUserError.invalidData }
+        let sessionProofs = [caller.sessionProof].compactMap { $0 }
+        guard current != nil || StepUp.allows(.changePassword, proofs: sessionProofs, app: app) else { throw EndUserError.invalidData }
         let md5 = try Input.md5(new)
         try requireActive(app)
         try requireActiveUser(user)
-        let proof: AuthProof
-        do {
-            proof = try await passwords.reprove(app: app, user: user, password: current, address: clientAddress)
-        } catch let refused as PasswordMethod.Refused {
-            await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string(refused.reason)])
-            throw EndUserError.invalidData
+        var proofs = sessionProofs
+        if let current {
+            do {
+                proofs.append(try await passwords.reprove(app: app, user: user, password: current, address: clientAddress))
+            } catch let refused as PasswordMethod.Refused {
+                await audit(app: app, handle: user.handle, action: "changePassword", status: "error", detail: ["reason": .string(refused.reason)])
+                throw EndUserError.invalidData
+            }
         }
-        try StepUp.require(.changePassword, proofs: [proof] + [caller.sessionProof].compactMap { $0 }, app: app, else: EndUserError.invalidData)
+        try StepUp.require(.changePassword, proofs: proofs, app: app, else: EndUserError.invalidData)
         let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             // Nil: the user was deleted while its password was checked; its token no longer names anyone.
@@ -30,7 +37,8 @@ extension EndUserFlows {
                 db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
                 keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
             else { throw EndUserError.invalidAccessToken }
-            if let kept = caller.sessionId { try await SessionStore.reprove(db, sessionId: kept, by: .password, logger: logger) }
+            // The password typed proved the caller's session again, now.
+            if current != nil, let kept = caller.sessionId { try await SessionStore.reprove(db, sessionId: kept, by: .password, logger: logger) }
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_changed", logger: logger)
             try await audit(db, app: app, handle: user.handle, action: "changePassword")
             try await Events.record(db, app: app, type: .userPasswordChanged, user: user, logger: logger)
