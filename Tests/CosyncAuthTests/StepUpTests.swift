@@ -65,4 +65,29 @@ struct StepUpTests {
             #expect(missing.status == .badRequest && missing.object["code"] == .int(602), "\(missing.text)")
         }
     }
+
+    @Test("a recent passkey assertion satisfies changePassword without the current password; a stale one does not")
+    func passkeyStandsInForPassword() async throws {
+        #expect(StepUp.allows(.changePassword, proofs: [Self.session(.passkey, minutesAgo: 1)], freshAuthMinutes: 5))
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("StepUpPasskey", settings: ["signupFlow": .string("none")])
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            let handle = "pk\(Secrets.hexIdentifier().prefix(8))@example.com"
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
+            let token = try await sdk.login(handle, "one").object.string("access-token")
+            let sidText = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
+            let sid = try #require(UUID(uuidString: sidText))
+            // The session proven by a passkey assertion (as the OAuth login page and the Portal will do
+            // with a step-up on an open session), long ago: the current password is still required.
+            try await TestEnvironment.sql("UPDATE sessions SET proven_by = 'passkey', proven_at = now() - interval '1 hour' WHERE id = \(sid)")
+            let stale = try await sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: token)
+            #expect(stale.status == .badRequest && stale.object["code"] == .int(602), "\(stale.text)")
+            // A minute ago: the assertion stands in for it.
+            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 minute' WHERE id = \(sid)")
+            #expect(try await sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: token).text == "true")
+            #expect(try await sdk.login(handle, "two").status == .ok)
+            // The session keeps its passkey proof: no password was typed.
+            #expect(try await TestEnvironment.value("SELECT proven_by FROM sessions WHERE id = \(sid)", as: String.self) == "passkey")
+        }
+    }
 }

@@ -55,6 +55,8 @@ public enum StepUp {
         // Changing a password needs the current one, typed with the request. A session opened by a
         // password does not do: whoever holds its token would not need to know the password.
         case (.changePassword, .signIn(.password), .request): true
+        // A recent passkey assertion is as strong as the current password.
+        case (.changePassword, .signIn(.passkey), _): true
         case (.changePassword, _, _): false
         // A passkey-reset token may add a passkey, and nothing else.
         case (.addPasskey, .passkeyReset, _): true
