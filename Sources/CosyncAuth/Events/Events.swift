@@ -2,10 +2,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Records events in the caller's transaction. One statement writes the event (its body is fixed
-/// here, so every endpoint and every retry sends the same bytes) and one delivery per enabled
-/// endpoint of the app subscribed to its type. A rolled-back transaction leaves neither; a committed
-/// one leaves both, whatever happens to the node afterwards.
+/// Records events in the caller's transaction. One statement (`EventStore.insert`) writes the event
+/// (its body is fixed here, so every endpoint and every retry sends the same bytes) and one delivery
+/// per enabled endpoint of the app subscribed to its type. A rolled-back transaction leaves neither;
+/// a committed one leaves both, whatever happens to the node afterwards.
 public enum Events {
     /// Keys a payload must never carry, whatever a call site passes: secrets stay out of webhooks.
     static let forbiddenKeys: Set<String> = [
@@ -24,16 +24,7 @@ public enum Events {
             "type": .string(type.rawValue), "timestamp": .string(ISO8601.milliseconds(now)), "data": .object(fields),
         ])
         let body = String(decoding: try JSONCoding.encode(payload), as: UTF8.self)
-        try await db.query(
-            """
-            WITH event AS (
-                INSERT INTO events (app_ref, type, user_id, body) VALUES (\(app.ref), \(type.rawValue), \(userId), \(body))
-                RETURNING id, user_id
-            )
-            INSERT INTO webhook_deliveries (endpoint_id, event_ref, user_id)
-            SELECT w.id, event.id, event.user_id FROM event, webhook_endpoints w
-            WHERE w.app_ref = \(app.ref) AND w.enabled AND \(type.rawValue) = ANY (w.event_types)
-            """, logger: logger)
+        try await EventStore.insert(db, appRef: app.ref, type: type, userId: userId, body: body, logger: logger)
     }
 
     /// Handle-valued fields with an anonymous handle replaced by its redaction (`Identifiers.redacted`):

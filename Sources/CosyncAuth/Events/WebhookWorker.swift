@@ -125,22 +125,8 @@ public struct WebhookWorker: Service {
         }
     }
 
-    struct Claimed: Sendable {
-        let delivery: Int64
-        let endpoint: UUID
-        let appRef: Int64
-        let appId: String
-        let url: String
-        let event: UUID
-        let type: String
-        let body: String
-        let attempt: Int
-        let roundFailures: Int
-        let secret: Data
-        let previousSecret: Data?
-        /// The endpoint's last attempt had failed when this was claimed.
-        let endpointFailing: Bool
-    }
+    /// A claimed delivery (`EventStore.ClaimedDelivery`).
+    typealias Claimed = EventStore.ClaimedDelivery
 
     /// Step 1. An earlier delivery of the same user to the same endpoint that is still pending or being
     /// sent holds this one back (the per-user order; within one batch too, since the check reads the
@@ -163,45 +149,10 @@ public struct WebhookWorker: Service {
     func claim(limit: Int) async throws -> [Claimed] {
         // Counted in deliveries: `lanes - 1` full batches.
         let perAppInFlight = max(1, lanes - 1) * batchSize
-        let rows = try await client.query(
-            """
-            WITH in_flight AS MATERIALIZED (
-                SELECT s.endpoint_id, count(*) AS n FROM webhook_deliveries s
-                WHERE s.status = 'sending' AND s.next_attempt > now()
-                  AND s.next_attempt <= now() + make_interval(secs => \(leaseSeconds)::int)
-                GROUP BY s.endpoint_id
-            ), app_load AS MATERIALIZED (
-                SELECT w.app_ref, sum(f.n) AS n FROM in_flight f JOIN webhook_endpoints w ON w.id = f.endpoint_id
-                WHERE w.consecutive_failures = 0 GROUP BY w.app_ref
-            ), due AS (
-                SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_ref
-                WHERE d.status IN ('pending', 'sending') AND d.next_attempt <= now() AND w.enabled AND a.status = 'active'
-                  AND CASE WHEN w.consecutive_failures = 0
-                      THEN coalesce((SELECT l.n FROM app_load l WHERE l.app_ref = w.app_ref), 0) < \(perAppInFlight)
-                      ELSE NOT EXISTS (SELECT 1 FROM in_flight f WHERE f.endpoint_id = d.endpoint_id)
-                  END
-                  AND NOT EXISTS (
-                      SELECT 1 FROM webhook_deliveries p
-                      WHERE d.user_id IS NOT NULL AND p.endpoint_id = d.endpoint_id AND p.user_id = d.user_id
-                        AND p.event_ref < d.event_ref AND p.status IN ('pending', 'sending'))
-                ORDER BY d.next_attempt, d.id LIMIT \(limit)
-                FOR UPDATE OF d SKIP LOCKED
-            )
-            UPDATE webhook_deliveries d SET status = 'sending', attempts = d.attempts + 1,
-                next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
-            FROM due, webhook_endpoints w, events e, apps a
-            WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_ref AND a.id = w.app_ref
-            RETURNING d.id, w.id, a.id, a.app_id, w.url, e.event_id, e.type, e.body, d.attempts, d.round_failures, w.secret_sealed,
-                      CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END, w.consecutive_failures > 0
-            """, logger: logger)
-        var claimed: [Claimed] = []
-        for try await c in rows.decode((Int64, UUID, Int64, String, String, UUID, String, String, Int, Int, Data, Data?, Bool).self) {
-            claimed.append(Claimed(
-                delivery: c.0, endpoint: c.1, appRef: c.2, appId: c.3, url: c.4, event: c.5, type: c.6, body: c.7, attempt: c.8,
-                roundFailures: c.9, secret: c.10, previousSecret: c.11, endpointFailing: c.12))
+        return try await client.withConnection {
+            try await EventStore.claimDeliveries(
+                $0, limit: limit, perAppInFlight: perAppInFlight, leaseSeconds: leaseSeconds, logger: logger)
         }
-        // The statement's order is not the claim order; the per-user order only needs the ids.
-        return claimed.sorted { $0.delivery < $1.delivery }
     }
 
     /// The outcome of one attempt.
@@ -282,12 +233,7 @@ public struct WebhookWorker: Service {
         let ids = claimed.map(\.delivery)
         let attempts = claimed.map { Int64($0.attempt) }
         do {
-            try await client.query(
-                """
-                UPDATE webhook_deliveries d SET status = 'pending', attempts = d.attempts - 1, next_attempt = now()
-                FROM unnest(\(ids)::int8[], \(attempts)::int8[]) AS b(id, attempt)
-                WHERE d.id = b.id AND d.status = 'sending' AND d.attempts = b.attempt
-                """, logger: logger)
+            try await client.withConnection { try await EventStore.putBack($0, ids: ids, attempts: attempts, logger: logger) }
             return nil
         } catch {
             logger.error(
@@ -381,20 +327,10 @@ public struct WebhookWorker: Service {
     func markDelivered(_ sent: Sent) async throws {
         let c = sent.claimed
         let status = sent.outcome.status ?? 0
-        try await client.query(
-            """
-            WITH w AS (
-                SELECT id, consecutive_failures FROM webhook_endpoints WHERE id = \(c.endpoint) FOR KEY SHARE
-            ), done AS (
-                UPDATE webhook_deliveries d SET status = 'delivered', delivered_at = now(), last_error = NULL
-                FROM w WHERE d.id = \(c.delivery) AND d.endpoint_id = w.id AND d.status = 'sending' AND d.attempts = \(c.attempt)
-            ), logged AS (
-                INSERT INTO webhook_attempts (delivery_ref, endpoint_id, attempt, http_status, error, latency_ms)
-                SELECT d.id, w.id, \(c.attempt), \(status), NULL, \(sent.latency)
-                FROM w JOIN webhook_deliveries d ON d.id = \(c.delivery) AND d.endpoint_id = w.id
-            )
-            UPDATE webhook_endpoints e SET consecutive_failures = 0 FROM w WHERE e.id = w.id AND w.consecutive_failures <> 0
-            """, logger: logger)
+        try await client.withConnection {
+            try await EventStore.markDelivered(
+                $0, delivery: c.delivery, endpoint: c.endpoint, attempt: c.attempt, httpStatus: status, latency: sent.latency, logger: logger)
+        }
     }
 
     /// The wait before the next attempt after `failures` failures in this round, with ±20 % jitter, or
@@ -412,30 +348,14 @@ public struct WebhookWorker: Service {
         let disabled: Bool? = try await client.transaction(logger: logger) { db in
             // The endpoint's row first, as deleting the endpoint takes it before the deliveries: one
             // deleted meanwhile leaves nothing to mark (and no deadlock with the deletion).
-            let live = try await db.query(
-                "SELECT true FROM webhook_endpoints WHERE id = \(claimed.endpoint) FOR NO KEY UPDATE", logger: logger)
-            var exists = false
-            for try await _ in live { exists = true }
-            guard exists else { return nil }
-            try await db.query(
-                """
-                UPDATE webhook_deliveries SET last_error = \(reason), round_failures = \(failures),
-                    status = \(wait == nil ? "dead" : "pending"),
-                    next_attempt = now() + make_interval(secs => \(wait ?? 0)::float8)
-                WHERE id = \(claimed.delivery) AND status = 'sending' AND attempts = \(claimed.attempt)
-                """, logger: logger)
-            try await logAttempt(db, claimed, outcome: outcome, latency: latency)
-            let rows = try await db.query(
-                """
-                UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,
-                    enabled = CASE WHEN consecutive_failures + 1 >= \(settings.disableAfterFailures) THEN false ELSE enabled END,
-                    disabled_reason = CASE WHEN enabled AND consecutive_failures + 1 >= \(settings.disableAfterFailures)
-                        THEN \("disabled after \(settings.disableAfterFailures) failed attempts in a row") ELSE disabled_reason END
-                WHERE id = \(claimed.endpoint)
-                RETURNING (NOT enabled) AND consecutive_failures = \(settings.disableAfterFailures)
-                """, logger: logger)
-            var justDisabled = false
-            for try await flag in rows.decode(Bool.self) { justDisabled = flag }
+            guard try await EventStore.lockEndpointForFailure(db, endpoint: claimed.endpoint, logger: logger) else { return nil }
+            try await EventStore.markFailed(
+                db, delivery: claimed.delivery, attempt: claimed.attempt, reason: reason, roundFailures: failures, wait: wait, logger: logger)
+            try await EventStore.logAttempt(
+                db, delivery: claimed.delivery, endpoint: claimed.endpoint, attempt: claimed.attempt, httpStatus: outcome.status,
+                error: outcome.error, latency: latency, logger: logger)
+            let justDisabled = try await EventStore.countEndpointFailure(
+                db, endpoint: claimed.endpoint, disableAfter: settings.disableAfterFailures, logger: logger)
             if justDisabled {
                 try await EventStore.park(db, endpoint: claimed.endpoint, logger: logger)
                 try await AuditLog.record(
@@ -461,14 +381,6 @@ public struct WebhookWorker: Service {
             "webhook delivery failed",
             metadata: ["app": "\(claimed.appId)", "webhook": "\(claimed.endpoint)", "message": "\(WebhookMessageId.of(claimed.event))",
                        "attempt": "\(claimed.attempt)", "reason": "\(reason)", "dead": "\(wait == nil)"])
-    }
-
-    func logAttempt(_ db: PostgresConnection, _ claimed: Claimed, outcome: Outcome, latency: Int) async throws {
-        try await db.query(
-            """
-            INSERT INTO webhook_attempts (delivery_ref, endpoint_id, attempt, http_status, error, latency_ms)
-            VALUES (\(claimed.delivery), \(claimed.endpoint), \(claimed.attempt), \(outcome.status), \(outcome.error), \(latency))
-            """, logger: logger)
     }
 }
 

@@ -40,22 +40,7 @@ public struct LimitHousekeeping: Service {
             try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
                 + SessionStore.purgeExpired($0, logger: logger)
                 + ChallengeStore.purgeExpired($0, logger: logger)
-                + Self.purgeEvents($0, olderThanDays: Self.eventRetentionDays, logger: logger)
+                + EventStore.purgeOld($0, olderThanDays: Self.eventRetentionDays, logger: logger)
         }
-    }
-
-    static func purgeEvents(_ db: PostgresConnection, olderThanDays days: Int, logger: Logger) async throws -> Int {
-        let rows = try await db.query(
-            """
-            DELETE FROM events WHERE id IN (
-                SELECT e.id FROM events e
-                WHERE e.created_at < now() - make_interval(days => \(days)::int)
-                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_ref = e.id AND d.status IN ('pending', 'sending'))
-                ORDER BY e.id LIMIT 10000)
-            RETURNING 1
-            """, logger: logger)
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
     }
 }

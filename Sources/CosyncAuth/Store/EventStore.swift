@@ -2,8 +2,49 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// SQL for webhook endpoints, deliveries and the attempt log.
+/// SQL of events and their webhooks: `events`, `webhook_endpoints`, `webhook_deliveries` and
+/// `webhook_attempts`, and only here. One store owns the four because single statements write
+/// several of them (an event with its deliveries; a delivered mark with its attempt row and the
+/// endpoint's streak). The delivery worker's statements are in `EventStore+Delivery.swift`.
 public enum EventStore {
+    // MARK: events
+
+    /// Writes the event (its body fixed) and one delivery per enabled endpoint of the app subscribed
+    /// to its type, in one statement.
+    static func insert(
+        _ db: PostgresConnection, appRef: Int64, type: EventType, userId: UUID?, body: String, logger: Logger
+    ) async throws {
+        try await db.query(
+            """
+            WITH event AS (
+                INSERT INTO events (app_ref, type, user_id, body) VALUES (\(appRef), \(type.rawValue), \(userId), \(body))
+                RETURNING id, user_id
+            )
+            INSERT INTO webhook_deliveries (endpoint_id, event_ref, user_id)
+            SELECT w.id, event.id, event.user_id FROM event, webhook_endpoints w
+            WHERE w.app_ref = \(appRef) AND w.enabled AND \(type.rawValue) = ANY (w.event_types)
+            """, logger: logger)
+    }
+
+    /// Housekeeping: removes events older than `days` days with their deliveries and attempt logs,
+    /// unless a delivery of them is still pending (at most 10,000 a call); returns how many.
+    static func purgeOld(_ db: PostgresConnection, olderThanDays days: Int, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            DELETE FROM events WHERE id IN (
+                SELECT e.id FROM events e
+                WHERE e.created_at < now() - make_interval(days => \(days)::int)
+                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_ref = e.id AND d.status IN ('pending', 'sending'))
+                ORDER BY e.id LIMIT 10000)
+            RETURNING 1
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    // MARK: endpoints
+
     static func endpoints(_ rows: PostgresRowSequence) async throws -> [WebhookEndpoint] {
         var result: [WebhookEndpoint] = []
         for try await c in rows.decode((UUID, String, [String], String, Bool, String?, Int, Date?, Date, Date).self) {
@@ -92,6 +133,13 @@ public enum EventStore {
             "DELETE FROM webhook_endpoints WHERE app_ref = \(appRef) AND id = \(id) RETURNING id", logger: logger)
         for try await _ in rows { return true }
         return false
+    }
+
+    /// Deletes every webhook endpoint of the app `appId`, each before its deliveries (an app's deletion
+    /// runs it before it deletes the app row: `AppAdministration.delete`).
+    static func deleteEndpoints(_ db: PostgresConnection, appId: String, logger: Logger) async throws {
+        try await db.query(
+            "DELETE FROM webhook_endpoints WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
     }
 
     /// Newest first; `before` is the id of the last attempt of the previous page.
