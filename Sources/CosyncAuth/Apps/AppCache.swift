@@ -222,7 +222,7 @@ public struct AppCacheListener: Service {
                         while true {
                             try await Task.sleep(for: pingInterval)
                             try await withDeadline(pingInterval) {
-                                try await connection.query("SELECT 1", logger: logger)
+                                try await DatabaseStatusStore.ping(connection, logger: logger)
                                 return true
                             }
                         }

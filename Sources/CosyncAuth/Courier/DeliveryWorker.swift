@@ -93,43 +93,13 @@ public struct DeliveryWorker: Service {
         return true
     }
 
-    struct Claimed {
-        let message: OutboundMessage
-        /// The attempt this claim is (already counted).
-        let attempt: Int
-        let settings: AppSettings
-        let sealed: Data?
-    }
+    /// A claimed message (`OutboxStore.ClaimedMessage`).
+    typealias Claimed = OutboxStore.ClaimedMessage
 
     /// Step 1: takes the lease on the oldest due message (queued and due, or `sending` whose lease ran
     /// out) of an app that is not suspended. One statement, so one short transaction.
     func claim() async throws -> Claimed? {
-        let rows = try await client.query(
-            """
-            WITH due AS (
-                SELECT m.id FROM messages m JOIN apps a ON a.id = m.app_ref
-                WHERE m.status IN ('queued', 'sending') AND m.next_attempt <= now() AND a.status <> 'suspended'
-                ORDER BY m.next_attempt, m.id LIMIT 1
-                FOR UPDATE OF m SKIP LOCKED
-            )
-            UPDATE messages m SET status = 'sending', attempts = m.attempts + 1,
-                next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
-            FROM due, apps a
-            WHERE m.id = due.id AND a.id = m.app_ref
-            RETURNING m.id, a.app_id, m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
-                      m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
-            """, logger: logger)
-        for try await row in rows {
-            let c = try row.decode(
-                (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
-                 String?, Data?).self)
-            return Claimed(
-                message: OutboundMessage(
-                    id: c.0, appId: c.1, channel: c.2, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
-                    sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
-                attempt: c.11, settings: c.12, sealed: c.13)
-        }
-        return nil
+        try await client.withConnection { try await OutboxStore.claim($0, leaseSeconds: leaseSeconds, logger: logger) }
     }
 
     /// The From and Reply-To of an e-mail. Only an app that sends through its own provider key may
@@ -179,17 +149,10 @@ public struct DeliveryWorker: Service {
         }
         let redact = Self.redactedAfterSending.contains(message.template)
             || (delivered && Self.redactedAfterDelivery.contains(message.template))
-        let rows = try await client.query(
-            """
-            UPDATE messages SET status = 'sent', sent_at = now(), last_error = NULL,
-                body = CASE WHEN \(redact) THEN \(Self.redactedBody) ELSE body END,
-                html_body = CASE WHEN \(redact) THEN '' ELSE html_body END,
-                attachment_data = CASE WHEN \(redact) THEN NULL ELSE attachment_data END
-            WHERE id = \(message.id) AND status = 'sending' AND attempts = \(claimed.attempt)
-            RETURNING id
-            """, logger: logger)
-        var marked = false
-        for try await _ in rows { marked = true }
+        let marked = try await client.withConnection {
+            try await OutboxStore.markSent(
+                $0, id: message.id, attempt: claimed.attempt, redact: redact, redactedBody: Self.redactedBody, logger: logger)
+        }
         if !marked {
             // The lease ran out during the send and another worker took the row over: it marks it.
             logger.warning("message sent after its lease ran out", metadata: ["id": "\(message.id)", "app": "\(message.appId)"])
@@ -203,15 +166,11 @@ public struct DeliveryWorker: Service {
         let delay = min(5 * (1 << min(max(claimed.attempt, 0), 10)), 3600)
         let redact = final && Self.redactedAfterDelivery.contains(message.template)
             && (message.channel == "sms" ? sms.deliversExternally : email.deliversExternally)
-        try await client.query(
-            """
-            UPDATE messages SET last_error = \(reason), status = \(final ? "failed" : "queued"),
-                next_attempt = now() + make_interval(secs => \(delay)::int),
-                body = CASE WHEN \(redact) THEN \(Self.redactedBody) ELSE body END,
-                html_body = CASE WHEN \(redact) THEN '' ELSE html_body END,
-                attachment_data = CASE WHEN \(redact) THEN NULL ELSE attachment_data END
-            WHERE id = \(message.id) AND status = 'sending' AND attempts = \(claimed.attempt)
-            """, logger: logger)
+        try await client.withConnection {
+            try await OutboxStore.markFailed(
+                $0, id: message.id, attempt: claimed.attempt, reason: reason, final: final, delaySeconds: delay, redact: redact,
+                redactedBody: Self.redactedBody, logger: logger)
+        }
         Telemetry.deliveryFailure(channel: message.channel, final: final)
         logger.warning(
             "message delivery failed",

@@ -67,13 +67,9 @@ public struct Outbox: Sendable {
         // COSYNC_EMAIL_FROM and the tenant's address only becomes Reply-To (DeliveryWorker.addresses).
         let settings = app.settings
         let sender = settings.emailExtension ? settings.emailExtensionSenderEmail : ""
-        try await db.query(
-            """
-            INSERT INTO messages (app_ref, channel, recipient, template, subject, body, html_body, sender, sender_name, reply_to,
-                                  attachment_name, attachment_data)
-            VALUES (\(app.ref), 'email', \(to), \(name), \(subject), \(text), \(html), \(sender), \(app.name), \(template.replyTo),
-                    \(attachment?.name), \(attachment.map { Data($0.data) }))
-            """, logger: logger)
+        try await OutboxStore.insertEmail(
+            db, appRef: app.ref, to: to, template: name, subject: subject, text: text, html: html, sender: sender, senderName: app.name,
+            replyTo: template.replyTo, attachmentName: attachment?.name, attachmentData: attachment.map { Data($0.data) }, logger: logger)
     }
 
     /// Queues an SMS from the app's `sms` template (its `html` field is the SMS text), counted against
@@ -93,11 +89,7 @@ public struct Outbox: Sendable {
         var all = values
         all["APP_NAME"] = app.name
         let text = Self.render(template.html, all, html: false)
-        try await db.query(
-            """
-            INSERT INTO messages (app_ref, channel, recipient, template, subject, body)
-            VALUES (\(app.ref), 'sms', \(to), 'sms', '', \(text))
-            """, logger: logger)
+        try await OutboxStore.insertSMS(db, appRef: app.ref, to: to, text: text, logger: logger)
     }
 
     static func stripTags(_ html: String) -> String {

@@ -65,7 +65,7 @@ public struct DatabaseMonitor: Service {
                 }
                 if let probing = connection {
                     try await withDeadline(probeTimeout) { [logger] in
-                        try await probing.query("SELECT 1", logger: logger)
+                        try await DatabaseStatusStore.ping(probing, logger: logger)
                         return true
                     }
                 }
@@ -77,7 +77,7 @@ public struct DatabaseMonitor: Service {
                 // The probe's own connection may fail while the pool's are fine (PostgreSQL at
                 // max_connections): ask the pool before counting a failure.
                 let poolAnswers = (try? await withDeadline(.seconds(1)) { [client, logger] in
-                    try await client.query("SELECT 1", logger: logger)
+                    try await client.withConnection { try await DatabaseStatusStore.ping($0, logger: logger) }
                     return true
                 }) ?? false
                 if poolAnswers {
@@ -116,26 +116,14 @@ public struct DatabaseMonitor: Service {
             try await withDeadline(probeTimeout) { [client, logger, database] in
                 try await client.withConnection { db -> Bool in
                     acquire.recordNanoseconds((ContinuousClock.now - waitStarted).nanoseconds)
-                    let pool = try await db.query(
-                        """
-                        SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'idle'),
-                               count(*) FILTER (WHERE state LIKE 'idle in transaction%')
-                        FROM pg_stat_activity WHERE application_name = \(database.applicationName)
-                        """, logger: logger)
-                    for try await (active, idle, inTransaction) in pool.decode((Int, Int, Int).self) {
-                        Gauge(label: "cosync_db_connections", dimensions: [("state", "active")]).record(active)
-                        Gauge(label: "cosync_db_connections", dimensions: [("state", "idle")]).record(idle)
-                        Gauge(label: "cosync_db_connections", dimensions: [("state", "idle_in_transaction")]).record(inTransaction)
+                    if let pool = try await DatabaseStatusStore.connectionStates(db, applicationName: database.applicationName, logger: logger) {
+                        Gauge(label: "cosync_db_connections", dimensions: [("state", "active")]).record(pool.active)
+                        Gauge(label: "cosync_db_connections", dimensions: [("state", "idle")]).record(pool.idle)
+                        Gauge(label: "cosync_db_connections", dimensions: [("state", "idle_in_transaction")]).record(pool.inTransaction)
                     }
-                    let outbox = try await db.query(
-                        """
-                        SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8
-                        FROM messages WHERE status IN ('queued', 'sending')
-                        """, logger: logger)
-                    for try await (backlog, age) in outbox.decode((Int, Double).self) {
-                        Gauge(label: "cosync_outbox_backlog").record(backlog)
-                        Gauge(label: "cosync_outbox_oldest_age_seconds").record(age)
-                    }
+                    let (backlog, age) = try await OutboxStore.backlog(db, logger: logger)
+                    Gauge(label: "cosync_outbox_backlog").record(backlog)
+                    Gauge(label: "cosync_outbox_oldest_age_seconds").record(age)
                     return true
                 }
             }
