@@ -222,6 +222,20 @@ public struct AppAdministration: Sendable {
         while true {
             do {
                 let ref: Int64 = try await client.transaction(logger: logger) { db in
+                    // The app row first, locked as every change of the app locks it (`app(forUpdate:)`): a
+                    // PATCH holds it and then needs the app's webhook endpoints (its app.updated deliveries),
+                    // so taking the endpoints below before the app row deadlocked with it (40P01, found by
+                    // the admin fuzz). The lock does not stop user writes (they only need the row to stay).
+                    _ = try await AppStore.app(db, appId: appId, forUpdate: true, logger: logger)
+                    // The users next, each row as a user write takes it: a user write holds its user row
+                    // and then needs the app row (the foreign key of its audit or event row), so deleting
+                    // the app row first and reaching the users through the cascade deadlocked with it.
+                    try await UserStore.deleteAll(db, appId: appId, logger: logger)
+                    // Then the webhook endpoints, each before its deliveries, as a webhook worker marking a
+                    // delivery takes them (endpoint row, then delivery row): the app row's cascade could
+                    // reach the deliveries through the events first and then wait for an endpoint a worker
+                    // holds (40P01, found by the admin fuzz).
+                    try await EventStore.deleteEndpoints(db, appId: appId, logger: logger)
                     guard let ref = try await AppStore.deleteApp(db, appId: appId, logger: logger) else {
                         throw AdminFailure.notFound("app")
                     }

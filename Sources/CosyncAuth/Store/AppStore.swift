@@ -144,24 +144,11 @@ public enum AppStore {
             "UPDATE apps SET app_secret_hash = \(hash), updated_at = now() WHERE id = \(ref)", logger: logger)
     }
 
-    /// Deletes the app; the foreign keys cascade to everything it owns. Returns the internal id.
+    /// Deletes the app row; the foreign keys cascade to everything it owns. Returns the internal id.
+    /// The caller takes the locks first, in the order `AppAdministration.delete` explains: the app
+    /// row (`app(forUpdate:)`), the users (`UserStore.deleteAll`), the webhook endpoints
+    /// (`EventStore.deleteEndpoints`).
     public static func deleteApp(_ db: PostgresConnection, appId: String, logger: Logger) async throws -> Int64? {
-        // The app row first, locked as every change of the app locks it (`app(forUpdate:)`): a PATCH
-        // holds it and then needs the app's webhook endpoints (its app.updated deliveries), so taking
-        // the endpoints below before the app row deadlocked with it (40P01, found by the admin fuzz).
-        // The lock does not stop user writes (they only need the row to stay).
-        _ = try await app(db, appId: appId, forUpdate: true, logger: logger)
-        // The users first, each row as a user write takes it: a user write holds its user row and
-        // then needs the app row (the foreign key of its audit or event row), so deleting the app
-        // row first and reaching the users through the cascade deadlocked with it (40P01).
-        try await db.query(
-            "DELETE FROM users WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
-        // Then the webhook endpoints, each before its deliveries, as a webhook worker marking a delivery
-        // takes them (endpoint row, then delivery row): the app row's cascade could reach the deliveries
-        // through the events first and then wait for an endpoint a worker holds (40P01, found by the
-        // admin fuzz).
-        try await db.query(
-            "DELETE FROM webhook_endpoints WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
         let rows = try await db.query("DELETE FROM apps WHERE app_id = \(appId) RETURNING id", logger: logger)
         for try await ref in rows.decode(Int64.self) { return ref }
         return nil
@@ -270,6 +257,38 @@ public enum AppStore {
             keys.append(KeyRow(kid: kid, publicKeyPEM: pem, privateKeySealed: sealed, active: active, retiresAt: retiresAt))
         }
         return keys
+    }
+
+    // MARK: sealed values (`cosyncauth doctor`)
+
+    /// The newest `limit` app signing keys' sealed private keys, each with the label it was sealed under.
+    static func sealedSigningKeys(_ db: PostgresConnection, limit: Int, logger: Logger) async throws -> [(label: String, sealed: Data)] {
+        try await sealedValues(db.query(
+            "SELECT 'app-key:' || kid, private_key_sealed FROM app_keys ORDER BY created_at DESC LIMIT \(limit)", logger: logger))
+    }
+
+    /// The newest `limit` sealed app tokens, each with the label it was sealed under.
+    static func sealedTokens(_ db: PostgresConnection, limit: Int, logger: Logger) async throws -> [(label: String, sealed: Data)] {
+        try await sealedValues(db.query(
+            """
+            SELECT 'app-token:' || a.app_id, t.token_sealed FROM app_tokens t JOIN apps a ON a.id = t.app_ref
+            ORDER BY t.created_at DESC LIMIT \(limit)
+            """, logger: logger))
+    }
+
+    /// The newest `limit` apps' sealed provider credentials, each with the label it was sealed under.
+    static func sealedCredentials(_ db: PostgresConnection, limit: Int, logger: Logger) async throws -> [(label: String, sealed: Data)] {
+        try await sealedValues(db.query(
+            """
+            SELECT 'app-credentials:' || app_id, credentials_sealed FROM apps WHERE credentials_sealed IS NOT NULL
+            ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger))
+    }
+
+    static func sealedValues(_ rows: PostgresRowSequence) async throws -> [(label: String, sealed: Data)] {
+        var found: [(label: String, sealed: Data)] = []
+        for try await (label, sealed) in rows.decode((String, Data).self) { found.append((label, sealed)) }
+        return found
     }
 
     /// Escapes LIKE metacharacters and appends `%`.

@@ -96,6 +96,20 @@ public enum IdentityStore {
             "UPDATE identities SET last_used_at = now() WHERE user_id = \(userId) AND kind = \(kind.rawValue)", logger: logger)
     }
 
+    /// Records a use of the identity of the passkey `passkeyId` (a verified assertion).
+    static func touchPasskey(_ db: PostgresConnection, passkeyId: UUID, logger: Logger) async throws {
+        try await db.query(
+            "UPDATE identities SET last_used_at = now() WHERE id = (SELECT identity_id FROM passkeys WHERE id = \(passkeyId))", logger: logger)
+    }
+
+    /// Deletes the user's passkey identities (their passkeys go with them by cascade); returns how many.
+    static func deletePasskeys(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws -> Int {
+        let rows = try await db.query("DELETE FROM identities WHERE user_id = \(userId) AND kind = 'passkey' RETURNING 1", logger: logger)
+        var removed = 0
+        for try await _ in rows { removed += 1 }
+        return removed
+    }
+
     /// The identities of imported users, after a batch of them was written (see sql/0010): the same
     /// rules as the migration's backfill, for the users named by (app_ref, legacy_id) in `keys`.
     public static func syncImported(_ db: PostgresConnection, keys: String, logger: Logger) async throws {

@@ -27,6 +27,11 @@ enum LoginChallengeStore {
         try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId) AND expires_at < now() - interval '1 day'", logger: logger)
     }
 
+    /// Drops every login challenge of the user (a password reset that turns the second factor off).
+    static func deleteAll(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
+        try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId)", logger: logger)
+    }
+
     /// The challenge, locked for the rest of the transaction.
     static func lockChallenge(_ db: PostgresConnection, id: UUID, appRef: Int64, logger: Logger) async throws -> Challenge? {
         let rows = try await db.query(

@@ -154,8 +154,7 @@ public enum PasskeyStore {
                 last_used_at = now(), updated_at = now()
             WHERE id = \(id)
             """, logger: logger)
-        try await db.query(
-            "UPDATE identities SET last_used_at = now() WHERE id = (SELECT identity_id FROM passkeys WHERE id = \(id))", logger: logger)
+        try await IdentityStore.touchPasskey(db, passkeyId: id, logger: logger)
     }
 
     static func rename(_ db: PostgresConnection, appRef: Int64, userId: UUID, credentialId: [UInt8], name: String, logger: Logger) async throws -> Bool {
@@ -184,13 +183,8 @@ public enum PasskeyStore {
         _ db: PostgresConnection, appRef: Int64, id: UUID, handle: String, locale: String, loginProvider: String, profile: AppKeyProfile,
         logger: Logger
     ) async throws -> User {
-        let rows = try await db.query(
-            """
-            INSERT INTO users (id, app_ref, handle, locale, login_provider, metadata, last_login)
-            VALUES (\(id), \(appRef), \(handle), \(locale), \(loginProvider), '{}'::jsonb, now())
-            RETURNING \(unescaped: UserStore.columns)
-            """, logger: logger)
-        guard let user = try await UserStore.decode(rows).first else { throw StoreError.noRowReturned }
+        let user = try await UserStore.insertAppKeyUser(
+            db, appRef: appRef, id: id, handle: handle, locale: locale, loginProvider: loginProvider, logger: logger)
         if profile.isAnonymous {
             try await IdentityStore.insert(db, appRef: appRef, userId: id, kind: .anonymous, subject: handle, logger: logger)
         }
@@ -222,7 +216,6 @@ public enum PasskeyStore {
             ON CONFLICT (user_id) DO UPDATE SET display_name = EXCLUDED.display_name, first_name = EXCLUDED.first_name,
                 last_name = EXCLUDED.last_name
             """, logger: logger)
-        try await db.query("UPDATE users SET updated_at = now() WHERE id = \(userId)", logger: logger)
     }
 
     static func setRequireAddPasskey(_ db: PostgresConnection, userId: UUID, _ flag: Bool, logger: Logger) async throws {
@@ -246,9 +239,7 @@ public enum PasskeyStore {
     ) async throws -> (removed: Int, ended: [UUID]) {
         // The sessions first: a passkey's sessions would otherwise go with it by cascade, unreported.
         let ended = try await SessionStore.deleteAll(db, userId: userId, logger: logger)
-        let rows = try await db.query("DELETE FROM identities WHERE user_id = \(userId) AND kind = 'passkey' RETURNING 1", logger: logger)
-        var removed = 0
-        for try await _ in rows { removed += 1 }
+        let removed = try await IdentityStore.deletePasskeys(db, userId: userId, logger: logger)
         try await db.query(
             """
             INSERT INTO appkey_profiles (user_id, app_ref, require_add_passkey) VALUES (\(userId), \(appRef), true)

@@ -55,6 +55,21 @@ public enum UserStore {
         return user
     }
 
+    /// Inserts an AppKey user with a chosen id (the id its signup named), signed in now. Its profile
+    /// and identity are the caller's (`PasskeyStore.insertUser`).
+    static func insertAppKeyUser(
+        _ db: PostgresConnection, appRef: Int64, id: UUID, handle: String, locale: String, loginProvider: String, logger: Logger
+    ) async throws -> User {
+        let rows = try await db.query(
+            """
+            INSERT INTO users (id, app_ref, handle, locale, login_provider, metadata, last_login)
+            VALUES (\(id), \(appRef), \(handle), \(locale), \(loginProvider), '{}'::jsonb, now())
+            RETURNING \(unescaped: columns)
+            """, logger: logger)
+        guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
+        return user
+    }
+
     public static func find(_ db: PostgresConnection, appRef: Int64, id: UUID, forUpdate: Bool = false, logger: Logger) async throws -> User? {
         try await find(db, appRef: appRef, id: id, lock: forUpdate ? " FOR UPDATE" : "", logger: logger)
     }
@@ -149,6 +164,13 @@ public enum UserStore {
         return nil
     }
 
+    /// Deletes every user of the app `appId`, each row as a user write takes it (an app's deletion
+    /// runs it before it deletes the app row: `AppAdministration.delete`).
+    static func deleteAll(_ db: PostgresConnection, appId: String, logger: Logger) async throws {
+        try await db.query(
+            "DELETE FROM users WHERE app_ref = (SELECT id FROM apps WHERE app_id = \(appId))", logger: logger)
+    }
+
     // MARK: lookups and the end-user writes
 
     /// The user whose handle or user name is `identifier` (lower-cased). Every password login runs
@@ -239,6 +261,11 @@ public enum UserStore {
         try await find(db, appRef: appRef, id: userId, lock: " FOR NO KEY UPDATE", logger: logger)
     }
 
+    /// Marks the user row changed (a change stored beside it, such as its AppKey profile).
+    static func touchUpdatedAt(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
+        try await db.query("UPDATE users SET updated_at = now() WHERE id = \(userId)", logger: logger)
+    }
+
     static func touchLastLogin(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
         try await db.query("UPDATE users SET last_login = now() WHERE id = \(userId)", logger: logger)
     }
@@ -268,7 +295,7 @@ public enum UserStore {
         for try await _ in rows { found = true }
         guard found else { return nil }
         if disableSecondFactor {
-            try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId)", logger: logger)
+            try await LoginChallengeStore.deleteAll(db, userId: userId, logger: logger)
         }
         return try await SessionStore.deleteAll(db, userId: userId, except: keepSession, logger: logger)
     }

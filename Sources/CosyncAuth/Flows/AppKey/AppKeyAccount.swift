@@ -92,6 +92,7 @@ extension AppKeyFlows {
             try await PasskeyStore.setNames(
                 db, appRef: caller.app.ref, userId: caller.user.id, displayName: names.display, firstName: names.first, lastName: names.last,
                 logger: logger)
+            try await UserStore.touchUpdatedAt(db, userId: caller.user.id, logger: logger)
             try await audit(db, app: caller.app, handle: caller.user.handle, action: "updateProfile")
             try await Events.record(db, app: caller.app, type: .userUpdated, user: caller.user, logger: logger)
         }
@@ -101,7 +102,7 @@ extension AppKeyFlows {
     public func deleteAccount(caller: AppKeyCaller) async throws {
         try StepUp.require(.deleteAccount, proofs: [caller.proof], app: caller.app, else: AppKeyError.freshSignInRequired)
         try await client.transaction(logger: logger) { db in
-            try await db.query("DELETE FROM webauthn_challenges WHERE user_id = \(caller.user.id)", logger: logger)
+            try await ChallengeStore.deleteAll(db, userId: caller.user.id, logger: logger)
             guard try await UserStore.delete(db, appRef: caller.app.ref, id: caller.user.id, logger: logger) != nil else {
                 throw AppKeyError.invalidAccessToken
             }
