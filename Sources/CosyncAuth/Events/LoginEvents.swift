@@ -23,12 +23,6 @@ extension EndUserFlows {
 extension LoginThrottle {
     /// Whether the (handle, address) or the whole-handle counter is locked now.
     func isLocked(_ db: PostgresConnection) async throws -> Bool {
-        let names = subjects.prefix(2).map(\.0)
-        let rows = try await db.query(
-            """
-            SELECT EXISTS (SELECT 1 FROM login_throttle WHERE app_ref = \(app.ref) AND subject = ANY (\(names)) AND locked_until > now())
-            """, logger: logger)
-        for try await locked in rows.decode(Bool.self) { return locked }
-        return false
+        try await ThrottleStore.anyLocked(db, appRef: app.ref, subjects: subjects.prefix(2).map(\.0), logger: logger)
     }
 }

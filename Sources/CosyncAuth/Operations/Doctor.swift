@@ -38,23 +38,18 @@ public struct Doctor: Sendable {
             detail: applied == known ? "database and binary at \(known)"
                 : applied < known ? "database at \(applied), binary at \(known): run `cosyncauth migrate`"
                 : "database at \(applied) is newer than this binary (\(known)): use a newer release"))
-        let kinds: [(String, PostgresQuery)] = [
-            ("server keys", "SELECT 'server-key:' || kid, private_key_sealed FROM server_keys ORDER BY created_at DESC LIMIT \(sample)"),
-            ("app signing keys", "SELECT 'app-key:' || kid, private_key_sealed FROM app_keys ORDER BY created_at DESC LIMIT \(sample)"),
-            ("app tokens", """
-                SELECT 'app-token:' || a.app_id, t.token_sealed FROM app_tokens t JOIN apps a ON a.id = t.app_ref
-                ORDER BY t.created_at DESC LIMIT \(sample)
-                """),
-            ("provider credentials", """
-                SELECT 'app-credentials:' || app_id, credentials_sealed FROM apps WHERE credentials_sealed IS NOT NULL
-                ORDER BY id DESC LIMIT \(sample)
-                """),
+        let limit = sample
+        let kinds: [(String, (PostgresConnection) async throws -> [(label: String, sealed: Data)])] = [
+            ("server keys", { try await ServerKeyStore.sealedSample($0, limit: limit, logger: logger) }),
+            ("app signing keys", { try await AppStore.sealedSigningKeys($0, limit: limit, logger: logger) }),
+            ("app tokens", { try await AppStore.sealedTokens($0, limit: limit, logger: logger) }),
+            ("provider credentials", { try await AppStore.sealedCredentials($0, limit: limit, logger: logger) }),
         ]
-        for (name, query) in kinds {
+        for (name, read) in kinds {
             var opened = 0
             var failed: [String] = []
-            let rows = try await client.query(query, logger: logger)
-            for try await (purpose, sealed) in rows.decode((String, Data).self) {
+            let values = try await client.withConnection { try await read($0) }
+            for (purpose, sealed) in values {
                 if box.open(sealed, label: purpose) != nil {
                     opened += 1
                 } else {

@@ -37,9 +37,7 @@ public struct OperatorToken: Sendable {
         }
         let token = Secrets.token(prefix: "cop_")
         let hex = Hex.encode(Secrets.sha256(token))
-        try await client.query(
-            "INSERT INTO server_settings (key, value) VALUES (\(settingKey), \(hex)) ON CONFLICT (key) DO NOTHING",
-            logger: logger)
+        try await client.withConnection { try await ServerSettingsStore.insertIfAbsent($0, key: settingKey, value: hex, logger: logger) }
         // Another node may have won the race: use whatever is stored.
         guard let stored = try await storedHash(client: client, logger: logger) else { throw StoreError.noRowReturned }
         let mine = Secrets.constantTimeEquals(stored, Secrets.sha256(token))
@@ -50,18 +48,15 @@ public struct OperatorToken: Sendable {
     public static func reset(client: PostgresClient, logger: Logger) async throws -> String {
         let token = Secrets.token(prefix: "cop_")
         let hex = Hex.encode(Secrets.sha256(token))
-        try await client.query(
-            """
-            INSERT INTO server_settings (key, value) VALUES (\(settingKey), \(hex))
-            ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-            """, logger: logger)
+        try await client.withConnection { try await ServerSettingsStore.set($0, key: settingKey, value: hex, logger: logger) }
         return token
     }
 
     static func storedHash(client: PostgresClient, logger: Logger) async throws -> Data? {
-        let rows = try await client.query("SELECT value FROM server_settings WHERE key = \(settingKey)", logger: logger)
-        for try await hex in rows.decode(String.self) { return Hex.decode(hex).map { Data($0) } }
-        return nil
+        guard let hex = try await client.withConnection({ try await ServerSettingsStore.value($0, key: settingKey, logger: logger) }) else {
+            return nil
+        }
+        return Hex.decode(hex).map { Data($0) }
     }
 }
 

@@ -60,6 +60,16 @@ enum ThrottleStore {
         try await db.query("DELETE FROM login_throttle WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
     }
 
+    /// Whether any of `subjects` is locked now.
+    static func anyLocked(_ db: PostgresConnection, appRef: Int64, subjects: [String], logger: Logger) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM login_throttle WHERE app_ref = \(appRef) AND subject = ANY (\(subjects)) AND locked_until > now())
+            """, logger: logger)
+        for try await locked in rows.decode(Bool.self) { return locked }
+        return false
+    }
+
     // MARK: fixed-window quotas (rate_limits)
 
     /// Takes one of `limit` slots of the current window of `windowSeconds` for `subject`. False when

@@ -21,12 +21,10 @@ public actor ServerKeyRing {
         if let ring = try await existing(client: client, box: box, logger: logger) { return ring }
         let material = try RSAKeyMaterial.generate()
         let sealed = try box.seal(material.privateKeyPEM, purpose: .serverKey(kid: material.kid))
-        try await client.query(
-            """
-            INSERT INTO server_keys (kid, public_key_pem, private_key_sealed, active)
-            VALUES (\(material.kid), \(material.publicKeyPEM), \(sealed), true)
-            ON CONFLICT DO NOTHING
-            """, logger: logger)
+        try await client.withConnection {
+            try await ServerKeyStore.insertIfAbsent(
+                $0, kid: material.kid, publicKeyPEM: material.publicKeyPEM, privateKeySealed: sealed, logger: logger)
+        }
         guard let ring = try await existing(client: client, box: box, logger: logger) else {
             throw StoreError.noRowReturned
         }
@@ -34,15 +32,12 @@ public actor ServerKeyRing {
     }
 
     static func existing(client: PostgresClient, box: SecretBox, logger: Logger) async throws -> ServerKeyRing? {
-        let rows = try await client.query(
-            "SELECT kid, private_key_sealed FROM server_keys WHERE active", logger: logger)
-        for try await (kid, sealed) in rows.decode((String, Data).self) {
-            let pem = try box.openString(sealed, purpose: .serverKey(kid: kid))
-            let keys = JWTKeyCollection()
-            await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: pem), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
-            return ServerKeyRing(kid: kid, keys: keys)
-        }
-        return nil
+        guard let active = try await client.withConnection({ try await ServerKeyStore.active($0, logger: logger) }) else { return nil }
+        let kid = active.kid
+        let pem = try box.openString(active.sealed, purpose: .serverKey(kid: kid))
+        let keys = JWTKeyCollection()
+        await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: pem), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
+        return ServerKeyRing(kid: kid, keys: keys)
     }
 
     public func sign(_ payload: some JWTPayload) async throws -> String {
