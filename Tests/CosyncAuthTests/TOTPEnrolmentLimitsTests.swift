@@ -35,7 +35,8 @@ struct TOTPEnrolmentLimitsTests {
         for pair in rest[rest.index(after: mark)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             try #require(parts.count == 2)
-            query[String(parts[0])] = try #require(String(parts[1]).removingPercentEncoding)
+            let value = String(parts[1]).removingPercentEncoding
+            query[String(parts[0])] = try #require(value)
         }
         return Provisioning(
             issuerInLabel: try #require(String(label[..<colon]).removingPercentEncoding),

@@ -63,6 +63,8 @@ public struct EndUserFlows: Sendable {
     public let logger: Logger
     /// The shared sign-in methods (`Methods/`).
     public let passwords: PasswordMethod
+    public let sessions: SessionGrant
+    public let passkeys: PasskeyMethod
     var box: SecretBox { apps.box }
 
     public init(
@@ -78,6 +80,8 @@ public struct EndUserFlows: Sendable {
         self.settings = settings
         self.logger = logger
         self.passwords = PasswordMethod(client: client, hasher: hasher, limits: settings.passwordLimits, logger: logger)
+        self.sessions = SessionGrant(tokens: tokens, logger: logger)
+        self.passkeys = PasskeyMethod(logger: logger)
     }
 
 }

@@ -106,21 +106,21 @@ public struct AppKeyFlows: Sendable {
         return try await tokens.userJWT(claims: claims, appRef: app.ref)
     }
 
-    /// Opens a session (in the caller's transaction) and signs the access token naming it. A passkey
-    /// ceremony names the passkey's identity; other methods open it with the user's identity of their kind.
+    /// Opens a session (in the caller's transaction) and signs the access token naming it
+    /// (`SessionGrant`, shared with the end-user flows). A passkey ceremony names the passkey's
+    /// identity; other methods open it with the user's identity of their kind.
     func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil) async throws -> String {
-        let sessionId = UUID()
-        let hours = app.settings.userJWTExpiration
-        switch try await SessionStore.insert(
-            db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method, identityId: identityId,
-            origin: ClientOrigin.current, lifetimeSeconds: tokens.accessTokenSeconds(userJWTExpirationHours: hours), logger: logger)
-        {
-        case .opened: break
-        case .userRevoked: throw AppKeyError.accountSuspended
-        // The provider account or passkey it signed in with was removed meanwhile.
-        case .identityGone: throw method == .passkey ? AppKeyError.passkeyNotExist : AppKeyError.accountDoesNotExist
+        let sessionId: UUID
+        do {
+            sessionId = try await flows.sessions.open(db, app: app, user: user, method: method, identityId: identityId, origin: ClientOrigin.current)
+        } catch let refused as SessionGrant.Refused {
+            switch refused {
+            case .userRevoked: throw AppKeyError.accountSuspended
+            // The provider account or passkey it signed in with was removed meanwhile.
+            case .identityGone: throw method == .passkey ? AppKeyError.passkeyNotExist : AppKeyError.accountDoesNotExist
+            }
         }
-        return try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
+        return try await flows.sessions.accessToken(app: app, user: user, sessionId: sessionId)
     }
 
     // MARK: shared checks

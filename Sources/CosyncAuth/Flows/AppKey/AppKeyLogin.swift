@@ -59,7 +59,8 @@ extension AppKeyFlows {
         return options
     }
 
-    /// K7 `POST loginComplete` and K11 `POST verifyComplete`: verifies the assertion, opens a session.
+    /// K7 `POST loginComplete` and K11 `POST verifyComplete`: consumes the challenge, has the passkey
+    /// method judge the assertion (`PasskeyMethod`), opens a session (`SessionGrant`).
     public func loginComplete(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
         let user = try await loginUser(try fields.require("handle"), app: app)
         let id = try fields.require("id")
@@ -84,39 +85,26 @@ extension AppKeyFlows {
             throw AppKeyError.invalidPasskey.with("invalid passkey: \(error.message)")
         }
         enum Outcome { case ok(String?), failed(String), regressed }
+        let passkeys = flows.passkeys
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
             // The user row first, then the passkey: the order an account deletion takes them in.
             guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger)
             else { throw AppKeyError.accountSuspended }
-            guard let passkey = try await PasskeyStore.find(db, appRef: app.ref, userId: user.id, credentialId: credentialId, forUpdate: true, logger: logger)
-            else { throw AppKeyError.passkeyNotExist.with("this passkey is not registered for this account") }
-            // Only a credential of this app and user is judged by its user handle: an unknown one
-            // (e.g. registered in another app of the same RP ID) is E614 above, not E615.
-            if let userHandle, !userHandle.isEmpty {
-                let given = Base64URL.decodeLenient(userHandle).map(Array.init) ?? []
-                let wire = AppKeyIds.wire(user.id)
-                guard given == Array(wire.utf8) || given == (Base64URL.decodeLenient(wire).map(Array.init) ?? [])
-                else { throw AppKeyError.invalidPasskey.with("invalid passkey: the user handle names another user") }
+            let passkey: Passkey
+            switch try await passkeys.verify(db, app: app, user: user, assertion: assertion, credentialId: credentialId, challenge: bytes, rp: rp) {
+            case .unknownCredential: throw AppKeyError.passkeyNotExist.with("this passkey is not registered for this account")
+            case .otherUser: throw AppKeyError.invalidPasskey.with("invalid passkey: the user handle names another user")
+            case .failed(let message): return .failed(message)
+            case .counterRegressed: return .regressed
+            case .verified(let verified, proof: _, let cloneFlagged):
+                passkey = verified
+                if cloneFlagged {
+                    try await Events.record(
+                        db, app: app, type: .passkeyCloneSuspected, user: user,
+                        data: ["credentialId": .string(Base64URL.encode(credentialId)), "policy": .string("flag")], logger: logger)
+                    try await audit(db, app: app, handle: user.handle, action: "passkey.cloneSuspected", detail: ["policy": .string("flag")])
+                }
             }
-            let stored = StoredCredential(
-                credentialId: passkey.credentialId, publicKeyCOSE: passkey.publicKeyCOSE, signCount: UInt32(clamping: passkey.signCount),
-                backupEligible: passkey.backupEligible)
-            let verified: VerifiedAssertion
-            do throws(WebAuthnError) {
-                verified = try WebAuthn.verifyAssertion(assertion, expectedChallenge: bytes, rp: rp, credential: stored)
-            } catch {
-                return .failed(error.message)
-            }
-            if verified.counterRegressed {
-                guard app.settings.counterRegression == .flag else { return .regressed }
-                try await Events.record(
-                    db, app: app, type: .passkeyCloneSuspected, user: user,
-                    data: ["credentialId": .string(Base64URL.encode(credentialId)), "policy": .string("flag")], logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "passkey.cloneSuspected", detail: ["policy": .string("flag")])
-            }
-            try await PasskeyStore.recordUse(
-                db, id: passkey.id, signCount: Int64(verified.signCount), backupState: verified.backupState, userVerified: verified.userVerified,
-                cloneSuspected: verified.counterRegressed, logger: logger)
             if !verify { try await UserStore.touchLastLogin(db, userId: user.id, logger: logger) }
             let access = try await openSession(db, app: app, user: user, method: .passkey, identityId: passkey.identityId)
             try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete")

@@ -18,7 +18,8 @@ public enum LoginOutcome: Sendable, Equatable {
 
 extension EndUserFlows {
     /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
-    /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it.
+    /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it
+    /// (`SessionGrant`, shared with the AppKey flows).
     /// `alongside` runs in the session's transaction (one pool checkout for the sign-in's writes: the
     /// session, and e.g. the last-login time, the audit row and the event).
     func issueTokens(
@@ -32,30 +33,26 @@ extension EndUserFlows {
             throw jwtFailure
         }
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
-        let sessionId = UUID()
-        let hours = app.settings.userJWTExpiration
-        let (origin, lifetime) = (ClientOrigin.current, tokens.accessTokenSeconds(userJWTExpirationHours: hours))
-        let insert: @Sendable (PostgresConnection) async throws -> SessionStore.Opening = { [logger] db in
-            try await SessionStore.insert(
-                db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method,
-                origin: origin, lifetimeSeconds: lifetime, logger: logger)
-        }
+        let (grant, origin) = (sessions, ClientOrigin.current)
         // One transaction: the session's insert holds the user row until it commits (see SessionStore.insert).
-        let opening = try await Telemetry.sql("insert session") {
-            try await client.transaction(logger: logger) { db in
-                let opening = try await insert(db)
-                if opening == .opened { try await alongside?(db) }
-                return opening
+        let sessionId: UUID
+        do {
+            sessionId = try await Telemetry.sql("insert session") {
+                try await client.transaction(logger: logger) { db in
+                    let sessionId = try await grant.open(db, app: app, user: user, method: method, origin: origin)
+                    try await alongside?(db)
+                    return sessionId
+                }
+            }
+        } catch let refused as SessionGrant.Refused {
+            switch refused {
+            // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
+            case .userRevoked: throw EndUserError.invalidCredentials
+            // The provider account or anonymous handle it signed in with was detached meanwhile.
+            case .identityGone: throw method == .apple || method == .google ? EndUserError.accountDoesNotExist : EndUserError.invalidCredentials
             }
         }
-        switch opening {
-        case .opened: break
-        // The user's sessions were ended (or the user suspended or deleted) while this sign-in ran.
-        case .userRevoked: throw EndUserError.invalidCredentials
-        // The provider account or anonymous handle it signed in with was detached meanwhile.
-        case .identityGone: throw method == .apple || method == .google ? EndUserError.accountDoesNotExist : EndUserError.invalidCredentials
-        }
-        let access = try await tokens.accessToken(user: user, appId: app.appId, userJWTExpirationHours: hours, sessionId: sessionId)
+        let access = try await sessions.accessToken(app: app, user: user, sessionId: sessionId)
         return IssuedTokens(jwt: jwt, accessToken: access, signedUserToken: nil)
     }
 
