@@ -21,36 +21,86 @@ struct EndUserRoutes {
         "appleSignup", "googleSignup",
     ]
 
+    /// Every route sits in a group behind `EndUserEdge`, which resolves its credential once; the
+    /// handlers take the typed context of their group.
     func register(on router: Router<ServerRequestContext>) {
         let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(resolver: services.resolver)).add(middleware: FlowSpanMiddleware(prefix: ""))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
-        api.post("login", use: login)
-        api.post("loginAnonymous", use: appTokens { try await $0.loginAnonymous(app: $1, fields: $2) })
-        api.post("signup", use: signup)
-        api.post("completeSignup", use: completeSignup)
+        let resolver = services.resolver, f = flows
+        /// Routes of the app-token (no token: `missing`).
+        func byApp(_ missing: EndUserError, orQuery: Bool = false, bodyFirst: Bool = true) -> RouterGroup<EndUserAppContext> {
+            api.group().add(middleware: EndUserEdge(credential: .appToken(missing: missing, orQuery: orQuery), resolver: resolver, bodyFirst: bodyFirst))
+                .group(context: EndUserAppContext.self)
+        }
+        /// Routes of the access-token (no token: `missing`).
+        func byCaller(_ missing: EndUserError, readsBody: Bool = true) -> RouterGroup<EndUserCallerContext> {
+            api.group().add(middleware: EndUserEdge(credential: .accessToken(missing: missing), resolver: resolver, readsBody: readsBody))
+                .group(context: EndUserCallerContext.self)
+        }
+        func byDeferredCaller(_ missing: EndUserError, readsBody: Bool = true) -> RouterGroup<EndUserDeferredCallerContext> {
+            api.group().add(middleware: EndUserEdge(credential: .accessToken(missing: missing), resolver: resolver, readsBody: readsBody))
+                .group(context: EndUserDeferredCallerContext.self)
+        }
+
+        byApp(.invalidAppToken, orQuery: true).post("login", use: login)
+        let app = byApp(.invalidAppToken)
+        app.post("loginAnonymous") { _, c in Self.tokens(try await f.loginAnonymous(app: c.app, fields: c.fields)) }
+        app.post("signup", use: signup)
+        app.post("loginComplete") { _, c in Self.tokens(try await f.loginComplete(app: c.app, fields: c.fields)) }
+        app.post("socialLogin") { _, c in Self.tokens(try await f.socialLogin(app: c.app, fields: c.fields, provider: nil)) }
+        app.post("appleLogin") { _, c in Self.tokens(try await f.socialLogin(app: c.app, fields: c.fields, provider: .apple)) }
+        app.post("googleLogin") { _, c in Self.tokens(try await f.socialLogin(app: c.app, fields: c.fields, provider: .google)) }
+        app.post("socialSignup") { _, c in Self.tokens(try await f.socialSignup(app: c.app, fields: c.fields, provider: nil)) }
+        app.post("appleSignup") { _, c in Self.tokens(try await f.socialSignup(app: c.app, fields: c.fields, provider: .apple)) }
+        app.post("googleSignup") { _, c in Self.tokens(try await f.socialSignup(app: c.app, fields: c.fields, provider: .google)) }
+        let appOrMissing = byApp(.missingParameter)
+        appOrMissing.post("register") { _, c in Self.tokens(try await f.register(app: c.app, fields: c.fields)) }
+        appOrMissing.post("forgotPassword") { _, c in
+            try await f.forgotPassword(app: c.app, fields: c.fields, clientAddress: c.origin.address)
+            return Self.trueBody()
+        }
+        appOrMissing.post("resetPassword") { _, c in
+            try await f.resetPassword(app: c.app, fields: c.fields, clientAddress: c.origin.address)
+            return Self.trueBody()
+        }
+        // The app-token's error comes before the body's.
+        byApp(.missingParameter, bodyFirst: false).post("completeSignup") { _, c in
+            Self.tokens(try await f.completeSignup(app: c.app, fields: c.fields).tokens)
+        }
         api.get("completeSignup", use: completeSignupLink)
-        api.post("invite", use: userAction(missing: .missingParameter) { try await $0.invite(caller: $1, fields: $2) })
-        api.post("register", use: appTokens(missing: .missingParameter) { try await $0.register(app: $1, fields: $2) })
-        api.post("forgotPassword", use: appAction(missing: .missingParameter) { try await $0.forgotPassword(app: $1, fields: $2, clientAddress: $3) })
-        api.post("resetPassword", use: appAction(missing: .missingParameter) { try await $0.resetPassword(app: $1, fields: $2, clientAddress: $3) })
-        api.post("changePassword", use: userAction(missing: .invalidData) { try await $0.changePassword(caller: $1, fields: $2, clientAddress: $3) })
-        api.get("getUser", use: getUser)
-        api.post("setUserMetadata", use: lazyUserAction(missing: .missingParameter) { try await $0.setUserMetadata(caller: $1, fields: $2) })
-        api.post("setUserName", use: userAction(missing: .missingParameter) { try await $0.setUserName(caller: $1, fields: $2) })
-        api.get("userNameAvailable", use: userNameAvailable)
-        api.post("setLocale", use: userAction(missing: .missingParameter) { try await $0.setLocale(caller: $1, fields: $2) })
-        api.post("deleteAccount", use: userAction(missing: .missingParameter) { try await $0.deleteAccount(caller: $1, fields: $2, clientAddress: $3) })
-        api.post("loginComplete", use: appTokens { try await $0.loginComplete(app: $1, fields: $2) })
-        api.post("socialLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: nil) })
-        api.post("appleLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: .apple) })
-        api.post("googleLogin", use: appTokens { try await $0.socialLogin(app: $1, fields: $2, provider: .google) })
-        api.post("socialSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: nil) })
-        api.post("appleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .apple) })
-        api.post("googleSignup", use: appTokens { try await $0.socialSignup(app: $1, fields: $2, provider: .google) })
-        api.post("setPhone", use: userAction(missing: .invalidData) { try await $0.setPhone(caller: $1, fields: $2) })
-        api.post("verifyPhone", use: lazyUserAction(missing: .invalidData) { try await $0.verifyPhone(caller: $1, fields: $2) })
-        api.post("setTwoFactorPhoneVerification", use: userAction(missing: .invalidData) { try await $0.setTwoFactorPhoneVerification(caller: $1, fields: $2) })
-        api.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
+
+        let user = byCaller(.missingParameter)
+        user.post("invite") { _, c in try await f.invite(caller: c.caller, fields: c.fields); return Self.trueBody() }
+        user.post("setUserName") { _, c in try await f.setUserName(caller: c.caller, fields: c.fields); return Self.trueBody() }
+        user.post("setLocale") { _, c in try await f.setLocale(caller: c.caller, fields: c.fields); return Self.trueBody() }
+        user.post("deleteAccount") { _, c in
+            try await f.deleteAccount(caller: c.caller, fields: c.fields, clientAddress: c.origin.address)
+            return Self.trueBody()
+        }
+        let userOrInvalid = byCaller(.invalidData)
+        userOrInvalid.post("changePassword") { _, c in
+            try await f.changePassword(caller: c.caller, fields: c.fields, clientAddress: c.origin.address)
+            return Self.trueBody()
+        }
+        userOrInvalid.post("setPhone") { _, c in try await f.setPhone(caller: c.caller, fields: c.fields); return Self.trueBody() }
+        userOrInvalid.post("setTwoFactorPhoneVerification") { _, c in
+            try await f.setTwoFactorPhoneVerification(caller: c.caller, fields: c.fields)
+            return Self.trueBody()
+        }
+        userOrInvalid.post("setTwoFactorGoogleVerification", use: setTwoFactorGoogleVerification)
+        byCaller(.invalidData, readsBody: false).get("getUser") { _, c in
+            JSONBody.response(Self.getUserBody(try f.getUser(caller: c.caller), appId: c.caller.app.appId))
+        }
+        // The contract checks a field before the access-token: the caller's error waits for the flow.
+        byDeferredCaller(.missingParameter).post("setUserMetadata") { _, c in
+            try await f.setUserMetadata(caller: { try c.caller.get() }, fields: c.fields)
+            return Self.trueBody()
+        }
+        byDeferredCaller(.invalidData).post("verifyPhone") { _, c in
+            try await f.verifyPhone(caller: { try c.caller.get() }, fields: c.fields)
+            return Self.trueBody()
+        }
+        byDeferredCaller(.missingParameter, readsBody: false).get("userNameAvailable", use: userNameAvailable)
     }
 
     // MARK: request parts
@@ -138,95 +188,20 @@ struct EndUserRoutes {
         return JSONBody.response(object)
     }
 
-    typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
-
-    /// A TRUE-body endpoint authenticated by the `access-token`: the body is read, then the caller
-    /// resolved (no token: `missing`, the contract's code for this endpoint), then the flow runs.
-    func userAction(
-        missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, AuthenticatedCaller, Fields, String?) async throws -> Void
-    ) -> Handler {
-        let (flows, resolver, configuration) = (self.flows, services.resolver, services.configuration)
-        return { request, context in
-            let address = Self.clientAddress(request, context: context, configuration: configuration)
-            let fields = try await Self.fields(request, context: context)
-            let caller = try await resolver.caller(accessToken: Self.accessToken(request), whenMissing: missing)
-            try await action(flows, caller, fields, address)
-            return Self.trueBody()
-        }
-    }
-
-    func userAction(missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, AuthenticatedCaller, Fields) async throws -> Void) -> Handler {
-        userAction(missing: missing) { flows, caller, fields, _ in try await action(flows, caller, fields) }
-    }
-
-    /// A TRUE-body endpoint whose contract checks a field before the `access-token`: the flow gets a
-    /// resolver to call once that field passed.
-    func lazyUserAction(
-        missing: EndUserError,
-        _ action: @escaping @Sendable (EndUserFlows, () async throws -> AuthenticatedCaller, Fields) async throws -> Void
-    ) -> Handler {
-        let (flows, resolver) = (self.flows, services.resolver)
-        return { request, context in
-            let fields = try await Self.fields(request, context: context)
-            let token = Self.accessToken(request)
-            try await action(flows, { try await resolver.caller(accessToken: token, whenMissing: missing) }, fields)
-            return Self.trueBody()
-        }
-    }
-
-    /// A TRUE-body endpoint authenticated by the `app-token` (limits counted per client address).
-    func appAction(
-        missing: EndUserError, _ action: @escaping @Sendable (EndUserFlows, App, Fields, String?) async throws -> Void
-    ) -> Handler {
-        let (flows, resolver, configuration) = (self.flows, services.resolver, services.configuration)
-        return { request, context in
-            let address = Self.clientAddress(request, context: context, configuration: configuration)
-            let fields = try await Self.fields(request, context: context)
-            let app = try await resolver.app(token: Self.appToken(request), whenMissing: missing)
-            try await action(flows, app, fields, address)
-            return Self.trueBody()
-        }
-    }
-
-    /// An endpoint of the `app-token` that answers `{jwt, access-token}`.
-    func appTokens(
-        missing: EndUserError = .invalidAppToken, _ action: @escaping @Sendable (EndUserFlows, App, Fields) async throws -> IssuedTokens
-    ) -> Handler {
-        let (flows, resolver) = (self.flows, services.resolver)
-        return { request, context in
-            let fields = try await Self.fields(request, context: context)
-            let app = try await resolver.app(token: Self.appToken(request), whenMissing: missing)
-            return Self.tokens(try await action(flows, app, fields))
-        }
-    }
-
     // MARK: handlers
 
-    @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let token = Self.appToken(request) ?? request.uri.queryParameters["appToken"].map(String.init)
-        let address = Self.clientAddress(request, context: context, configuration: services.configuration)
-        let fields = try await Self.fields(request, context: context)
-        let app = try await services.resolver.app(token: token, whenMissing: .invalidAppToken)
-        switch try await flows.login(app: app, fields: fields, clientAddress: address) {
+    @Sendable func login(_ request: Request, context: EndUserAppContext) async throws -> Response {
+        switch try await flows.login(app: context.app, fields: context.fields, clientAddress: context.origin.address) {
         case .tokens(let issued): return Self.tokens(issued)
         case .secondFactor(let loginToken): return JSONBody.response(["login-token": .string(loginToken)])
         }
     }
 
-    @Sendable func signup(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await Self.fields(request, context: context)
-        let token = Self.appToken(request)
-        let app = try await services.resolver.app(token: token, whenMissing: .invalidAppToken)
-        switch try await flows.signup(app: app, fields: fields, presentedAppToken: token ?? "") {
+    @Sendable func signup(_ request: Request, context: EndUserAppContext) async throws -> Response {
+        switch try await flows.signup(app: context.app, fields: context.fields, presentedAppToken: context.appToken) {
         case .tokens(let issued): return Self.tokens(issued)
         case .codeSent: return Self.trueBody()
         }
-    }
-
-    @Sendable func completeSignup(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let app = try await services.resolver.app(token: Self.appToken(request), whenMissing: .missingParameter)
-        let completed = try await flows.completeSignup(app: app, fields: try await Self.fields(request, context: context))
-        return Self.tokens(completed.tokens)
     }
 
     /// The e-mailed link (<doc:EndUserAPI> §5.7): answers HTML, also on errors (with HTTP 400 and the legacy code).
@@ -254,11 +229,6 @@ struct EndUserRoutes {
         Response(status: status, headers: [.contentType: "text/html; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
-    @Sendable func getUser(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
-        return JSONBody.response(Self.getUserBody(try flows.getUser(caller: caller), appId: caller.app.appId))
-    }
-
     /// The fields the SDK reads from getUser (<doc:EndUserAPI> §5.15), dates with milliseconds.
     static func getUserBody(_ user: User, appId: String) -> [String: JSONValue] {
         var object: [String: JSONValue] = [
@@ -274,18 +244,15 @@ struct EndUserRoutes {
         return object
     }
 
-    @Sendable func userNameAvailable(_ request: Request, context: ServerRequestContext) async throws -> Response {
+    @Sendable func userNameAvailable(_ request: Request, context: EndUserDeferredCallerContext) async throws -> Response {
         let name = request.uri.queryParameters["userName"].map(String.init)
         if let name, Self.hasNUL(name) { throw FieldHasNUL() }
-        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .missingParameter)
-        let available = try await flows.userNameAvailable(caller: caller, userName: name)
+        let available = try await flows.userNameAvailable(caller: try context.caller.get(), userName: name)
         return JSONBody.response(["available": .bool(available)])
     }
 
-    @Sendable func setTwoFactorGoogleVerification(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await Self.fields(request, context: context)
-        let caller = try await services.resolver.caller(accessToken: Self.accessToken(request), whenMissing: .invalidData)
-        guard let setup = try await flows.setTwoFactorGoogleVerification(caller: caller, fields: fields) else {
+    @Sendable func setTwoFactorGoogleVerification(_ request: Request, context: EndUserCallerContext) async throws -> Response {
+        guard let setup = try await flows.setTwoFactorGoogleVerification(caller: context.caller, fields: context.fields) else {
             return Self.trueBody()
         }
         let dataURI = "data:image/png;base64," + Data(setup.qrPNG).base64EncodedString()

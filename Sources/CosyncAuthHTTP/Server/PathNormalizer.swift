@@ -45,6 +45,7 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     }
 
     func route(_ request: Request, context: Context) async throws -> Response {
+        var context = context
         let raw = request.head.path ?? "/"
         let (path, query) = Self.split(raw)
         var normalized = Self.collapse(path)
@@ -67,10 +68,12 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
                 normalized = prefix + cosync
             case (let cosync, let appKey?):
                 let headers = request.headers
-                let product = await resolver?.product(
+                let dispatch = await resolver?.product(
                     appToken: LegacyHeaders.value("app-token", in: headers), accessToken: LegacyHeaders.value("access-token", in: headers),
                     signupToken: LegacyHeaders.value("signup-token", in: headers))
-                switch (product, cosync) {
+                // Resolved once: the API's edge takes this app instead of resolving the token again.
+                context.dispatchedApp = dispatch?.appFromToken
+                switch (dispatch?.product, cosync) {
                 case (.appKey?, _), (nil, nil): normalized = AppKeyRoutes.mount + appKey
                 case (_, let cosync?): normalized = prefix + cosync
                 case (.cosyncAuth?, nil):

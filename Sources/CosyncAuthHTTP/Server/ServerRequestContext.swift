@@ -1,4 +1,5 @@
 import Hummingbird
+import CosyncAuth
 import NIOCore
 
 /// The request context of every route.
@@ -8,6 +9,14 @@ public struct ServerRequestContext: RequestContext {
     public let remoteAddress: String?
     /// Set by `AppAuthenticator` on every admin route under `apps/{appId}`.
     var adminScope: AdminAppScope?
+    /// Where an end-user or AppKey request comes from (client address as limits count it, User-Agent):
+    /// computed once, by `ClientOriginMiddleware`.
+    var origin = ClientOrigin(address: nil, userAgent: nil)
+    /// The app product dispatch resolved from the request's app-token (`PathNormalizingResponder`), for
+    /// the endpoint names both APIs share; the API's edge reuses it instead of resolving it again.
+    var dispatchedApp: App?
+    /// What the end-user edge resolved (`EndUserEdge`).
+    var endUser: EndUserEdge.Resolved?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

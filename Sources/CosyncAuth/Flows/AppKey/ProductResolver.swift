@@ -11,17 +11,27 @@ public struct AppProductResolver: Sendable {
         self.apps = apps
     }
 
+    /// What dispatch found: the product, and the app when an app-token named it (the API's edge
+    /// reuses that app rather than resolving the same token again).
+    public struct Dispatch: Sendable {
+        public let product: AppProduct
+        public let appFromToken: App?
+    }
+
     /// The product named by the credential headers, in the order of <doc:AppKeyAPI> §1.5; nil when none resolves.
-    public func product(appToken: String?, accessToken: String?, signupToken: String?) async -> AppProduct? {
+    public func product(appToken: String?, accessToken: String?, signupToken: String?) async -> Dispatch? {
         if let token = appToken, !token.isEmpty {
-            return (try? await apps.app(forToken: token))?.product
+            guard let app = try? await apps.app(forToken: token) else { return nil }
+            return Dispatch(product: app.product, appFromToken: app)
         }
         if let token = accessToken, !token.isEmpty {
-            guard let claims = try? await apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self) else { return nil }
-            return (try? await apps.cachedApp(appId: claims.appId))?.product
+            guard let claims = try? await apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self),
+                let app = try? await apps.cachedApp(appId: claims.appId)
+            else { return nil }
+            return Dispatch(product: app.product, appFromToken: nil)
         }
         // Only AppKey issues signup-tokens.
-        if let token = signupToken, !token.isEmpty { return .appKey }
+        if let token = signupToken, !token.isEmpty { return Dispatch(product: .appKey, appFromToken: nil) }
         return nil
     }
 }
