@@ -19,11 +19,6 @@ struct StoreOwnershipTests {
         // without the other and a duplicate credential fails on either unique index alike. Half a
         // statement cannot move; identities' own store is IdentityStore.
         ("identities", "PasskeyStore", 1, "PasskeyStore.insert writes the passkey's identity in the same statement"),
-        // Housekeeping removes expired WebAuthn challenges, pending AppKey signups and passkey resets
-        // in one statement. Both tables belong to PasskeyStore; ChallengeStore was being redesigned by
-        // another change when this test was written, so the purge stays there until that lands.
-        ("appkey_signups", "ChallengeStore", 1, "ChallengeStore.purgeExpired: one housekeeping statement over three tables"),
-        ("passkey_resets", "ChallengeStore", 1, "ChallengeStore.purgeExpired: one housekeeping statement over three tables"),
     ]
 
     /// Swift files under `folder` (relative to the repository), with their text, `//` comment lines

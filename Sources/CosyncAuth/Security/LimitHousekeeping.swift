@@ -33,13 +33,16 @@ public struct LimitHousekeeping: Service {
     public static let eventRetentionDays = 30
 
     /// One pass; returns how many rows were removed: idle counters, sessions expired for over a day,
-    /// and events past their retention (at most 10,000 a pass).
+    /// expired WebAuthn challenges, AppKey signups and passkey resets expired for over a day, and events
+    /// past their retention (at most 10,000 a pass). Each table's rows go through its own store.
     @discardableResult
     public func purge() async throws -> Int {
         try await client.withConnection {
             try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
                 + SessionStore.purgeExpired($0, logger: logger)
                 + ChallengeStore.purgeExpired($0, logger: logger)
+                + PasskeyStore.purgeExpiredSignups($0, logger: logger)
+                + PasskeyStore.purgeExpiredResets($0, logger: logger)
                 + EventStore.purgeOld($0, olderThanDays: Self.eventRetentionDays, logger: logger)
         }
     }

@@ -47,14 +47,19 @@ public enum ChallengeStore {
         return nil
     }
 
-    /// Housekeeping: removes expired challenges, pending signups and passkey resets; returns how many.
+    /// Drops every WebAuthn challenge naming the user (AppKey `deleteAccount`). Nothing cascades to
+    /// them: `user_id` has no foreign key, as a signup's challenge names a user not created yet.
+    static func deleteAll(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws {
+        try await db.query("DELETE FROM webauthn_challenges WHERE user_id = \(userId)", logger: logger)
+    }
+
+    /// Housekeeping: removes expired challenges; returns how many. (Pending AppKey signups and passkey
+    /// resets are PasskeyStore's: `purgeExpiredSignups`, `purgeExpiredResets`.)
     public static func purgeExpired(_ db: PostgresConnection, logger: Logger) async throws -> Int {
         let rows = try await db.query(
             """
-            WITH c AS (DELETE FROM webauthn_challenges WHERE expires_at < now() RETURNING 1),
-                 s AS (DELETE FROM appkey_signups WHERE expires_at < now() - interval '1 day' RETURNING 1),
-                 r AS (DELETE FROM passkey_resets WHERE expires_at < now() - interval '1 day' RETURNING 1)
-            SELECT (SELECT count(*) FROM c)::int + (SELECT count(*) FROM s)::int + (SELECT count(*) FROM r)::int
+            WITH c AS (DELETE FROM webauthn_challenges WHERE expires_at < now() RETURNING 1)
+            SELECT count(*)::int FROM c
             """, logger: logger)
         for try await n in rows.decode(Int.self) { return n }
         return 0

@@ -66,7 +66,8 @@ public struct AppKeySignup: Sendable {
     public let expired: Bool
 }
 
-/// SQL of passkeys, AppKey profiles and pending AppKey signups. Every query is scoped by the app.
+/// SQL of passkeys, AppKey profiles, passkey resets and pending AppKey signups. Every query is scoped
+/// by the app (housekeeping aside).
 public enum PasskeyStore {
     static let columns = """
         id, identity_id, user_id, credential_id, public_key_cose, algorithm, sign_count, aaguid, format, attestation_verified, \
@@ -271,6 +272,17 @@ public enum PasskeyStore {
         return false
     }
 
+    /// Housekeeping: removes passkey resets that expired more than a day ago; returns how many.
+    static func purgeExpiredResets(_ db: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            WITH r AS (DELETE FROM passkey_resets WHERE expires_at < now() - interval '1 day' RETURNING 1)
+            SELECT count(*)::int FROM r
+            """, logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
+    }
+
     // MARK: pending signups
 
     /// Adds a pending signup. Others pending for the same handle stay: each has its own signup-token,
@@ -356,5 +368,16 @@ public enum PasskeyStore {
         let rows = try await db.query("DELETE FROM appkey_signups WHERE id = \(id) RETURNING id", logger: logger)
         for try await _ in rows { return true }
         return false
+    }
+
+    /// Housekeeping: removes pending signups that expired more than a day ago; returns how many.
+    static func purgeExpiredSignups(_ db: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            """
+            WITH s AS (DELETE FROM appkey_signups WHERE expires_at < now() - interval '1 day' RETURNING 1)
+            SELECT count(*)::int FROM s
+            """, logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
     }
 }
