@@ -5,10 +5,8 @@ import PostgresNIO
 /// SQL of WebAuthn challenges (<doc:AppKeyAPI> §6.1). A challenge is taken by one `DELETE … RETURNING`:
 /// of two completions racing with the same challenge, exactly one gets the row, on any node.
 public enum ChallengeStore {
-    public enum Purpose: String, Sendable { case signup, anonymous, addPasskey, login, verify }
-
     public struct Row: Sendable {
-        public let purpose: String
+        public let purpose: ChallengePurpose
         public let handle: String
         public let userId: UUID?
         public let sessionId: UUID?
@@ -19,7 +17,7 @@ public enum ChallengeStore {
     }
 
     static func insert(
-        _ db: PostgresConnection, appRef: Int64, challenge: String, purpose: Purpose, handle: String, userId: UUID?, sessionId: UUID? = nil,
+        _ db: PostgresConnection, appRef: Int64, challenge: String, purpose: ChallengePurpose, handle: String, userId: UUID?, sessionId: UUID? = nil,
         displayName: String? = nil, firstName: String? = nil, lastName: String? = nil, locale: String? = nil, lifetimeSeconds: Int,
         logger: Logger
     ) async throws {
@@ -42,7 +40,11 @@ public enum ChallengeStore {
             """, logger: logger)
         for try await c in rows.decode((String, String, UUID?, UUID?, String?, String?, String?, String?, Bool).self) {
             guard c.8 else { return nil }
-            return Row(purpose: c.0, handle: c.1, userId: c.2, sessionId: c.3, displayName: c.4, firstName: c.5, lastName: c.6, locale: c.7)
+            // The column's CHECK admits exactly the ChallengePurpose cases.
+            guard let purpose = ChallengePurpose(rawValue: c.0) else {
+                throw StoreError.unknownValue(column: "webauthn_challenges.purpose", value: c.0)
+            }
+            return Row(purpose: purpose, handle: c.1, userId: c.2, sessionId: c.3, displayName: c.4, firstName: c.5, lastName: c.6, locale: c.7)
         }
         return nil
     }

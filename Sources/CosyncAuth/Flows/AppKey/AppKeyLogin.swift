@@ -69,10 +69,10 @@ extension AppKeyFlows {
             let signature = response["signature"]?.stringValue
         else { throw AppKeyError.missingParameter.with("missing parameter: response.clientDataJSON / authenticatorData / signature") }
         let rp = try relyingParty(app)
-        let purpose: ChallengeStore.Purpose = verify ? .verify : .login
+        let purpose: ChallengePurpose = verify ? .verify : .login
         let (value, bytes) = try Self.challenge(ofClientData: clientData)
         guard let row = try await client.withConnection({ try await ChallengeStore.consume($0, appRef: app.ref, challenge: value, logger: logger) }),
-            row.purpose == purpose.rawValue, row.userId == user.id
+            row.purpose == purpose, row.userId == user.id
         else { throw AppKeyError.invalidData.with("unknown or expired challenge") }
         let userHandle = response["userHandle"]?.stringValue
         let assertion = AssertionResponse(

@@ -53,7 +53,7 @@ extension AppKeyFlows {
     /// clientDataJSON (it must be of `purpose` and pass `matches`), then verifies the response.
     /// Any verification failure is E615; the challenge stays consumed.
     func register(
-        app: App, fields: AppKeyFields, purpose: ChallengeStore.Purpose, matches: @Sendable (ChallengeStore.Row) -> Bool
+        app: App, fields: AppKeyFields, purpose: ChallengePurpose, matches: @Sendable (ChallengeStore.Row) -> Bool
     ) async throws -> (row: ChallengeStore.Row, passkey: NewPasskey) {
         let id = try fields.require("id")
         let response = try fields.response()
@@ -63,7 +63,7 @@ extension AppKeyFlows {
         let rp = try relyingParty(app)
         let (value, bytes) = try Self.challenge(ofClientData: clientData)
         guard let row = try await client.withConnection({ try await ChallengeStore.consume($0, appRef: app.ref, challenge: value, logger: logger) }),
-            row.purpose == purpose.rawValue, matches(row)
+            row.purpose == purpose, matches(row)
         else { throw AppKeyError.invalidData.with("unknown or expired challenge") }
         let transports = response["transports"]?.arrayValue?.compactMap(\.stringValue)
         let registration = RegistrationResponse(
