@@ -26,6 +26,11 @@ struct EnumColumnTests {
         #expect(try await Self.admitted("webauthn_challenges", "purpose") == Set(ChallengePurpose.allCases.map(\.rawValue)))
     }
 
+    @Test("login_challenges.factor is typed end to end: the column's CHECK admits exactly the SecondFactor cases")
+    func secondFactor() async throws {
+        #expect(try await Self.admitted("login_challenges", "factor") == Set(SecondFactor.allCases.map(\.rawValue)))
+    }
+
     @Test("sessions.method and sessions.proven_by admit exactly the SessionMethod cases")
     func sessionMethod() async throws {
         let methods = Set(SessionMethod.allCases.map(\.rawValue))

@@ -7,7 +7,7 @@ enum LoginChallengeStore {
     struct Challenge: Sendable {
         let id: UUID
         let userId: UUID
-        let factor: String
+        let factor: SecondFactor
         let codeSealed: Data?
         let attempts: Int
         let expired: Bool
@@ -15,13 +15,13 @@ enum LoginChallengeStore {
     }
 
     static func insertChallenge(
-        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, factor: String, codeSealed: Data?, lifetimeSeconds: Int,
+        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, factor: SecondFactor, codeSealed: Data?, lifetimeSeconds: Int,
         logger: Logger
     ) async throws {
         try await db.query(
             """
             INSERT INTO login_challenges (id, app_ref, user_id, factor, code_sealed, expires_at)
-            VALUES (\(id), \(appRef), \(userId), \(factor), \(codeSealed), now() + make_interval(secs => \(lifetimeSeconds)::int))
+            VALUES (\(id), \(appRef), \(userId), \(factor.rawValue), \(codeSealed), now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
         // Old challenges are of no use once expired.
         try await db.query("DELETE FROM login_challenges WHERE user_id = \(userId) AND expires_at < now() - interval '1 day'", logger: logger)
@@ -41,7 +41,9 @@ enum LoginChallengeStore {
             """, logger: logger)
         for try await row in rows {
             let c = try row.decode((UUID, UUID, String, Data?, Int, Bool, Bool).self)
-            return Challenge(id: c.0, userId: c.1, factor: c.2, codeSealed: c.3, attempts: c.4, expired: c.5, used: c.6)
+            // The column's CHECK admits exactly the SecondFactor cases.
+            guard let factor = SecondFactor(rawValue: c.2) else { throw StoreError.unknownValue(column: "login_challenges.factor", value: c.2) }
+            return Challenge(id: c.0, userId: c.1, factor: factor, codeSealed: c.3, attempts: c.4, expired: c.5, used: c.6)
         }
         return nil
     }

@@ -80,10 +80,10 @@ extension EndUserFlows {
             let mode = app.settings.twoFactorVerification
             if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
                 try await requireSMSCapability(app)
-                return try await openChallenge(app: app, user: user, factor: "phone", smsTo: phone, throttle: throttle)
+                return try await openChallenge(app: app, user: user, factor: .phone, smsTo: phone, throttle: throttle)
             }
             if mode == .google, user.twoFactorGoogle {
-                return try await openChallenge(app: app, user: user, factor: "google", smsTo: nil, throttle: throttle)
+                return try await openChallenge(app: app, user: user, factor: .google, smsTo: nil, throttle: throttle)
             }
             let flows = self
             let issued = try await issueTokens(app: app, user: user, method: .password) { db in

@@ -43,15 +43,15 @@ extension EndUserFlows {
             else { return .refused("second factor locked") }
             let matched: Bool
             switch challenge.factor {
-            case "phone":
+            case .phone:
                 matched = codeMatches(code, sealed: challenge.codeSealed, purpose: .loginChallenge(challenge.id))
-            default:
+            case .google:
                 matched = try await acceptTOTP(db, user: user, code: code)
             }
             guard matched else {
                 try await LoginChallengeStore.countFailedChallenge(db, id: challenge.id, logger: logger)
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
-                                detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor)])
+                                detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor.rawValue)])
                 return .wrongCode
             }
             try await LoginChallengeStore.markChallengeUsed(db, id: challenge.id, logger: logger)

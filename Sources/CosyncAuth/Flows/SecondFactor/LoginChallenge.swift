@@ -6,7 +6,7 @@ import PostgresNIO
 extension EndUserFlows {
     /// Opens a login challenge for `factor` and answers its login-token; with `smsTo`, the
     /// challenge's SMS code is queued in the same transaction.
-    func openChallenge(app: App, user: User, factor: String, smsTo phone: String?, throttle: LoginThrottle) async throws -> LoginOutcome {
+    func openChallenge(app: App, user: User, factor: SecondFactor, smsTo phone: String?, throttle: LoginThrottle) async throws -> LoginOutcome {
         let challenge = UUID()
         let code = phone.map { _ in Secrets.numericCode() }
         let sealed = try code.map { try sealCode($0, purpose: .loginChallenge(challenge)) }
@@ -24,7 +24,7 @@ extension EndUserFlows {
                     db, app: app, locale: user.locale, to: phone, values: ["CODE": code, "HANDLE": user.handle],
                     perNumberPerHour: settings.smsPerNumberPerHour, logger: logger)
             }
-            try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string(factor)])
+            try await audit(db, app: app, handle: user.handle, action: "login", detail: ["secondFactor": .string(factor.rawValue)])
         }
         return .secondFactor(loginToken: try await tokens.loginToken(handle: user.handle, appId: app.appId, challenge: challenge))
     }
