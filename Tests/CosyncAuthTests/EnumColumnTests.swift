@@ -31,6 +31,11 @@ struct EnumColumnTests {
         #expect(try await Self.admitted("login_challenges", "factor") == Set(SecondFactor.allCases.map(\.rawValue)))
     }
 
+    @Test("messages.channel is typed end to end: the column's CHECK admits exactly the MessageChannel cases")
+    func messageChannel() async throws {
+        #expect(try await Self.admitted("messages", "channel") == Set(MessageChannel.allCases.map(\.rawValue)))
+    }
+
     @Test("sessions.method and sessions.proven_by admit exactly the SessionMethod cases")
     func sessionMethod() async throws {
         let methods = Set(SessionMethod.allCases.map(\.rawValue))

@@ -125,10 +125,11 @@ public struct DeliveryWorker: Service {
             let credentials = try claimed.sealed.map {
                 try JSONDecoder().decode(ProviderCredentials.self, from: try box.open($0, purpose: .appCredentials(appId: message.appId)))
             } ?? ProviderCredentials()
-            if message.channel == "sms" {
+            switch message.channel {
+            case .sms:
                 try await sms.send(message, credentials: credentials)
                 delivered = sms.deliversExternally
-            } else {
+            case .email:
                 let appKey = claimed.settings.emailExtension ? credentials.emailExtensionAPIKey.flatMap { $0.isEmpty ? nil : $0 } : nil
                 let (from, replyTo) = Self.addresses(
                     requestedFrom: message.sender, replyTo: message.replyTo, operatorFrom: operatorFrom, ownKey: appKey != nil)
@@ -165,13 +166,13 @@ public struct DeliveryWorker: Service {
         let message = claimed.message
         let delay = min(5 * (1 << min(max(claimed.attempt, 0), 10)), 3600)
         let redact = final && Self.redactedAfterDelivery.contains(message.template)
-            && (message.channel == "sms" ? sms.deliversExternally : email.deliversExternally)
+            && (message.channel == .sms ? sms.deliversExternally : email.deliversExternally)
         try await client.withConnection {
             try await OutboxStore.markFailed(
                 $0, id: message.id, attempt: claimed.attempt, reason: reason, final: final, delaySeconds: delay, redact: redact,
                 redactedBody: Self.redactedBody, logger: logger)
         }
-        Telemetry.deliveryFailure(channel: message.channel, final: final)
+        Telemetry.deliveryFailure(channel: message.channel.rawValue, final: final)
         logger.warning(
             "message delivery failed",
             metadata: ["id": "\(message.id)", "app": "\(message.appId)", "reason": "\(reason)", "final": "\(final)"])

@@ -7,7 +7,7 @@ import NIOCore
 public struct OutboundMessage: Sendable {
     public let id: Int64
     public let appId: String
-    public let channel: String
+    public let channel: MessageChannel
     public let to: String
     public let template: String
     public let subject: String

@@ -62,9 +62,11 @@ enum OutboxStore {
             let c = try row.decode(
                 (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
                  String?, Data?).self)
+            // The column's CHECK admits exactly the MessageChannel cases.
+            guard let channel = MessageChannel(rawValue: c.2) else { throw StoreError.unknownValue(column: "messages.channel", value: c.2) }
             return ClaimedMessage(
                 message: OutboundMessage(
-                    id: c.0, appId: c.1, channel: c.2, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
+                    id: c.0, appId: c.1, channel: channel, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
                     sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
                 attempt: c.11, settings: c.12, sealed: c.13)
         }
