@@ -22,12 +22,17 @@ public struct AppKeyResolver: Sendable {
 
     /// The app an app-scope request names: by app-token first, else by an access token (its
     /// signature alone: an expired or revoked one still names its app), else by a signup-token.
-    /// `gates` applies the status gates (GET app answers for a migrated app).
-    public func app(_ credentials: AppKeyCredentials, gates: Bool = true) async throws -> App {
+    /// `gates` applies the status gates (GET app answers for a migrated app). `resolved`: the app
+    /// product dispatch already found for this request's app-token (not resolved again).
+    public func app(_ credentials: AppKeyCredentials, gates: Bool = true, resolved: App? = nil) async throws -> App {
         let app: App
         if let token = credentials.appToken {
-            guard let found = try await apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
-            app = found
+            if let resolved {
+                app = resolved
+            } else {
+                guard let found = try await apps.app(forToken: token) else { throw AppKeyError.invalidAppToken }
+                app = found
+            }
         } else if let token = credentials.accessToken {
             guard let claims = try? await apps.serverKeys.verify(token, as: AppKeyTokenIdentity.self) else {
                 throw AppKeyError.invalidAccessToken

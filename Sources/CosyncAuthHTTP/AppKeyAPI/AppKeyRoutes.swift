@@ -31,86 +31,58 @@ struct AppKeyRoutes {
 
     /// Every endpoint reads its body first, then resolves its credentials (<doc:AppKeyAPI> §1.5), then runs its flow:
     /// a malformed body answers before a bad credential, a bad credential before a missing field.
+    /// `AppKeyEdge` does the first two, once; the handlers take the typed context of their group.
     func register(on router: Router<ServerRequestContext>) {
         let api = router.group("_appkey/api/appuser").add(middleware: AppKeyErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "appkey "))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
         let f = flows, resolver = resolver
-        api.get("app", use: { r, _ in
-            let credentials = Self.credentials(r)
-            let app = try await resolver.app(credentials, gates: false)
-            return JSONBody.response(try await f.getApp(app: app, appToken: credentials.appToken))
-        })
-        api.get("user", use: { r, _ in JSONBody.response(try await f.getUser(caller: resolver.caller(Self.credentials(r)))) })
-        api.post("signup", use: appObject { try await f.signup(app: $0, fields: $1) })
-        api.post("signupConfirm", use: appObject { try await f.signupConfirm(app: $0, fields: $1) })
-        api.post("signupComplete", use: { request, context in
-            let fields = try await Self.fields(request, context: context)
-            let token = try await resolver.signup(Self.credentials(request))
-            return JSONBody.response(try await f.signupComplete(token: token, fields: fields))
-        })
-        api.post("login", use: appObject { try await f.login(app: $0, fields: $1) })
-        api.post("loginComplete", use: appObject { try await f.loginComplete(app: $0, fields: $1) })
-        api.post("loginAnonymous", use: appObject { try await f.loginAnonymous(app: $0, fields: $1) })
-        api.post("loginAnonymousComplete", use: appObject { try await f.loginAnonymousComplete(app: $0, fields: $1) })
-        api.post("verify", use: appObject { try await f.login(app: $0, fields: $1, verify: true) })
-        api.post("verifyComplete", use: appObject { try await f.loginComplete(app: $0, fields: $1, verify: true) })
-        api.post("setLocale", use: callerAction { try await f.setLocale(caller: $0, fields: $1) })
-        api.post("setUserName", use: callerAction { try await f.setUserName(caller: $0, fields: $1) })
-        api.get("userNameAvailable", use: { r, _ in
-            let name = r.uri.queryParameters["userName"].map(String.init)
-            if let name, name.utf8.contains(0) { throw AppKeyError.invalidData }
-            let caller = try await resolver.caller(Self.credentials(r))
-            return JSONBody.response(["available": .bool(try await f.userNameAvailable(caller: caller, userName: name))])
-        })
-        api.post("deleteAccount", use: callerAction { c, _ in try await f.deleteAccount(caller: c) })
-        api.post("socialSignup", use: appObject { try await f.socialSignup(app: $0, fields: $1) })
-        api.post("socialLogin", use: appObject { try await f.socialLogin(app: $0, fields: $1) })
-        api.post("verifySocialAccount", use: { request, context in
-            let fields = try await Self.fields(request, context: context)
-            let credentials = Self.credentials(request)
-            let app = try await resolver.app(credentials)
-            // Verified now, judged by the flow after the social token.
-            let access = await resolver.presentedAccess(credentials)
-            return JSONBody.response(try await f.verifySocialAccount(app: app, access: access, fields: fields))
-        })
-        api.post("updateProfile", use: callerAction { try await f.updateProfile(caller: $0, fields: $1) })
-        api.post("addPasskey", use: callerObject(allowReset: true) { c, _ in try await f.addPasskey(caller: c) })
-        api.post("addPasskeyComplete", use: callerObject(allowReset: true) { try await f.addPasskeyComplete(caller: $0, fields: $1) })
-        api.post("updatePasskey", use: callerObject { try await f.updatePasskey(caller: $0, fields: $1) })
-        api.post("removePasskey", use: callerObject { try await f.removePasskey(caller: $0, fields: $1) })
-    }
-
-    typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
-
-    /// An app-scope endpoint answering a JSON object: the body, then the app its credentials name (status gates on).
-    func appObject(_ body: @escaping @Sendable (App, AppKeyFields) async throws -> [String: JSONValue]) -> Handler {
-        { [resolver] request, context in
-            let fields = try await Self.fields(request, context: context)
-            let app = try await resolver.app(Self.credentials(request))
-            return JSONBody.response(try await body(app, fields))
+        func byApp(gates: Bool = true, presentedAccess: Bool = false, readsBody: Bool = true) -> RouterGroup<AppKeyAppContext> {
+            api.group().add(middleware: AppKeyEdge(credential: .app(gates: gates, presentedAccess: presentedAccess), resolver: resolver, readsBody: readsBody))
+                .group(context: AppKeyAppContext.self)
         }
-    }
-
-    /// A user-scope endpoint answering a JSON object: the body, then the caller its access token names (with
-    /// `allowReset`, a passkey-reset token names one too).
-    func callerObject(allowReset: Bool = false, _ body: @escaping @Sendable (AppKeyCaller, AppKeyFields) async throws -> [String: JSONValue])
-        -> Handler
-    {
-        { [resolver] request, context in
-            let fields = try await Self.fields(request, context: context)
-            let caller = try await resolver.caller(Self.credentials(request), allowReset: allowReset)
-            return JSONBody.response(try await body(caller, fields))
+        func byCaller(allowReset: Bool = false, readsBody: Bool = true) -> RouterGroup<AppKeyCallerContext> {
+            api.group().add(middleware: AppKeyEdge(credential: .caller(allowReset: allowReset), resolver: resolver, readsBody: readsBody))
+                .group(context: AppKeyCallerContext.self)
         }
-    }
 
-    /// A user-scope endpoint answering the four bytes `true`.
-    func callerAction(_ body: @escaping @Sendable (AppKeyCaller, AppKeyFields) async throws -> Void) -> Handler {
-        { [resolver] request, context in
-            let fields = try await Self.fields(request, context: context)
-            let caller = try await resolver.caller(Self.credentials(request))
-            try await body(caller, fields)
-            return EndUserRoutes.trueBody()
+        byApp(gates: false, readsBody: false).get("app") { _, c in JSONBody.response(try await f.getApp(app: c.app, appToken: c.credentials.appToken)) }
+        let app = byApp()
+        app.post("signup") { _, c in JSONBody.response(try await f.signup(app: c.app, fields: c.fields)) }
+        app.post("signupConfirm") { _, c in JSONBody.response(try await f.signupConfirm(app: c.app, fields: c.fields)) }
+        app.post("login") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields)) }
+        app.post("loginComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields)) }
+        app.post("loginAnonymous") { _, c in JSONBody.response(try await f.loginAnonymous(app: c.app, fields: c.fields)) }
+        app.post("loginAnonymousComplete") { _, c in JSONBody.response(try await f.loginAnonymousComplete(app: c.app, fields: c.fields)) }
+        app.post("verify") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields, verify: true)) }
+        app.post("verifyComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields, verify: true)) }
+        app.post("socialSignup") { _, c in JSONBody.response(try await f.socialSignup(app: c.app, fields: c.fields)) }
+        app.post("socialLogin") { _, c in JSONBody.response(try await f.socialLogin(app: c.app, fields: c.fields)) }
+        // The access token that may come along is verified now and judged by the flow after the social token.
+        byApp(presentedAccess: true).post("verifySocialAccount") { _, c in
+            JSONBody.response(try await f.verifySocialAccount(app: c.app, access: c.presentedAccess, fields: c.fields))
         }
+        api.group().add(middleware: AppKeyEdge(credential: .signup, resolver: resolver)).group(context: AppKeySignupContext.self)
+            .post("signupComplete") { _, c in JSONBody.response(try await f.signupComplete(token: c.signup, fields: c.fields)) }
+
+        byCaller(readsBody: false).get("user") { _, c in JSONBody.response(try await f.getUser(caller: c.caller)) }
+        let user = byCaller()
+        user.post("setLocale") { _, c in try await f.setLocale(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
+        user.post("setUserName") { _, c in try await f.setUserName(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
+        user.post("deleteAccount") { _, c in try await f.deleteAccount(caller: c.caller); return EndUserRoutes.trueBody() }
+        user.post("updateProfile") { _, c in try await f.updateProfile(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
+        user.post("updatePasskey") { _, c in JSONBody.response(try await f.updatePasskey(caller: c.caller, fields: c.fields)) }
+        user.post("removePasskey") { _, c in JSONBody.response(try await f.removePasskey(caller: c.caller, fields: c.fields)) }
+        let userOrReset = byCaller(allowReset: true)
+        userOrReset.post("addPasskey") { _, c in JSONBody.response(try await f.addPasskey(caller: c.caller)) }
+        userOrReset.post("addPasskeyComplete") { _, c in JSONBody.response(try await f.addPasskeyComplete(caller: c.caller, fields: c.fields)) }
+        // The query is checked before the caller.
+        api.group().add(middleware: AppKeyEdge(credential: .caller(allowReset: false), resolver: resolver, readsBody: false))
+            .group(context: AppKeyDeferredCallerContext.self)
+            .get("userNameAvailable") { r, c in
+                let name = r.uri.queryParameters["userName"].map(String.init)
+                if let name, name.utf8.contains(0) { throw AppKeyError.invalidData }
+                return JSONBody.response(["available": .bool(try await f.userNameAvailable(caller: try c.caller.get(), userName: name))])
+            }
     }
 
     static func credentials(_ request: Request) -> AppKeyCredentials {

@@ -17,6 +17,8 @@ public struct ServerRequestContext: RequestContext {
     var dispatchedApp: App?
     /// What the end-user edge resolved (`EndUserEdge`).
     var endUser: EndUserEdge.Resolved?
+    /// What the AppKey edge resolved (`AppKeyEdge`).
+    var appKey: AppKeyEdge.Resolved?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
