@@ -7,7 +7,7 @@ struct AppRoutes {
     let services: CosyncServices
     var auth: AdminAuthorization { AdminAuthorization(services: services) }
 
-    func register(on admin: RouterGroup<ServerRequestContext>, app: RouterGroup<ServerRequestContext>) {
+    func register(on admin: RouterGroup<ServerRequestContext>, app: RouterGroup<AdminAppContext>) {
         admin.post("apps", use: create)
         admin.get("apps", use: list)
         app.get("", use: show)
@@ -37,12 +37,12 @@ struct AppRoutes {
         ])
     }
 
-    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        return JSONBody.response(try await services.apps.view(app: try context.appScope().resolvedApp()).json())
+    @Sendable func show(_ request: Request, context: AdminAppContext) async throws -> Response {
+        return JSONBody.response(try await services.apps.view(app: context.scope.resolvedApp()).json())
     }
 
-    @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func update(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let principal = scope.principal
         let patch = try await JSONBody.object(request, context: context)
         if case .appDeveloper = principal, patch["status"] != nil {
@@ -57,15 +57,15 @@ struct AppRoutes {
         return JSONBody.response(try view.json())
     }
 
-    @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func delete(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         try await services.apps.delete(app: try scope.resolvedApp(), actor: scope.principal.auditName)
         return Response(status: .noContent)
     }
 
     /// Body (optional): `{"gracePeriodSeconds": 0…2592000}`: how long the old token keeps working.
-    @Sendable func rotateToken(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
+    @Sendable func rotateToken(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let (appId, principal) = context.scope.parts
         let input = try await JSONBody.object(request, context: context, allowEmpty: true)
         if let unknown = input.keys.sorted().first(where: { $0 != "gracePeriodSeconds" }) {
             throw AdminError.from(.invalid(FieldError(unknown, "unknown_field", "is not accepted here")))
@@ -77,7 +77,7 @@ struct AppRoutes {
             }
             grace = seconds
         }
-        let app = try context.appScope().resolvedApp()
+        let app = try context.scope.resolvedApp()
         let rotation = try await services.apps.rotateAppToken(app: app, graceSeconds: grace, actor: principal.auditName)
         return JSONBody.response([
             "appId": .string(appId), "appToken": .string(rotation.appToken),
@@ -85,15 +85,15 @@ struct AppRoutes {
         ])
     }
 
-    @Sendable func rotateSecret(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let (appId, principal) = try context.appScope().parts
-        let secret = try await services.apps.rotateAppSecret(app: try context.appScope().resolvedApp(), actor: principal.auditName)
+    @Sendable func rotateSecret(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let (appId, principal) = context.scope.parts
+        let secret = try await services.apps.rotateAppSecret(app: context.scope.resolvedApp(), actor: principal.auditName)
         return JSONBody.response(["appId": .string(appId), "appSecret": .string(secret)])
     }
 
     /// Body (optional): `{"retireAfterHours": 0…8760}`; default: the app's userJWTExpiration.
-    @Sendable func rotateKeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let principal = try context.appScope().principal
+    @Sendable func rotateKeys(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let principal = context.scope.principal
         let input = try await JSONBody.object(request, context: context, allowEmpty: true)
         if let unknown = input.keys.sorted().first(where: { $0 != "retireAfterHours" }) {
             throw AdminError.from(.invalid(FieldError(unknown, "unknown_field", "is not accepted here")))
@@ -106,7 +106,7 @@ struct AppRoutes {
             hours = h
         }
         let rotation = try await services.apps.rotateKeys(
-            app: try context.appScope().resolvedApp(), retireAfterHours: hours, actor: principal.auditName)
+            app: context.scope.resolvedApp(), retireAfterHours: hours, actor: principal.auditName)
         var object = try rotation.app.json()
         object["previousKeyRetiresAt"] = .string(ISO8601.milliseconds(rotation.previousKeyRetiresAt))
         return JSONBody.response(object)

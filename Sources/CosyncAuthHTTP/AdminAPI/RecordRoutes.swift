@@ -5,7 +5,7 @@ import Hummingbird
 struct RecordRoutes {
     let services: CosyncServices
 
-    func register(on app: RouterGroup<ServerRequestContext>) {
+    func register(on app: RouterGroup<AdminAppContext>) {
         app.get("signups") { try await listPending(.signups, $0, $1) }
         app.delete("signups/:id") { try await deletePending(.signups, $0, $1) }
         app.get("invites") { try await listPending(.invites, $0, $1) }
@@ -18,8 +18,8 @@ struct RecordRoutes {
         app.get("logs", use: logs)
     }
 
-    func listPending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    func listPending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let query = AdminQuery(request: request)
         // The query is checked before the app is (a bad limit is a 400 even for a missing app).
         let limit = try query.limit()
@@ -30,16 +30,16 @@ struct RecordRoutes {
         ])
     }
 
-    func deletePending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    func deletePending(_ kind: AppRecordStore.Kind, _ request: Request, _ context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         try await services.records.deletePending(
             kind, app: try scope.resolvedApp(), id: context.parameters.get("id") ?? "", actor: principal.auditName)
         return Response(status: .noContent)
     }
 
     /// `{handle, locale?, metaData?}`: e-mails an invite code (sender `superuser`).
-    @Sendable func createInvite(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func createInvite(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         // The app's locales and its required invite fields (metaDataInvite) are stored state.
         let metaDataIsObject = input["metaData"]?.objectValue != nil
@@ -49,18 +49,18 @@ struct RecordRoutes {
         return JSONBody.response(["handle": .string(handle), "status": .string("pending")], status: .created)
     }
 
-    func templateKey(_ context: ServerRequestContext) -> (String, String) {
+    func templateKey(_ context: AdminAppContext) -> (String, String) {
         (context.parameters.get("template") ?? "", (context.parameters.get("locale") ?? "").uppercased())
     }
 
-    @Sendable func showTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func showTemplate(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let (name, locale) = templateKey(context)
         return JSONBody.response(try await services.records.template(app: try scope.resolvedApp(), name: name, locale: locale).json())
     }
 
-    @Sendable func putTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func putTemplate(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         var input = try await JSONBody.object(request, context: context)
         let (name, locale) = templateKey(context)
         // A template sent by e-mail without a subject gets the built-in template's (an sms or the
@@ -73,15 +73,15 @@ struct RecordRoutes {
         return JSONBody.response(view.json())
     }
 
-    @Sendable func resetTemplate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func resetTemplate(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let (name, locale) = templateKey(context)
         let view = try await services.records.resetTemplate(app: try scope.resolvedApp(), name: name, locale: locale, actor: principal.auditName)
         return JSONBody.response(view.json())
     }
 
-    @Sendable func messages(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func messages(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let query = AdminQuery(request: request)
         let (to, limit) = (try query.string("to", maxLength: 254), try query.limit())
         let page = try await services.records.messages(app: try scope.resolvedApp(), to: to, limit: limit, cursor: query.cursor)
@@ -91,8 +91,8 @@ struct RecordRoutes {
         ])
     }
 
-    @Sendable func logs(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func logs(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let query = AdminQuery(request: request)
         let limit = try query.limit()
         let page = try await services.records.logs(app: try scope.resolvedApp(), limit: limit, cursor: query.cursor)

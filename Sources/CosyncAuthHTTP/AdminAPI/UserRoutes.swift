@@ -5,7 +5,7 @@ import Hummingbird
 struct UserRoutes {
     let services: CosyncServices
 
-    func register(on app: RouterGroup<ServerRequestContext>) {
+    func register(on app: RouterGroup<AdminAppContext>) {
         app.get("users", use: list)
         app.post("users", use: create)
         app.get("users/:userId", use: show)
@@ -17,10 +17,10 @@ struct UserRoutes {
         app.delete("users/:userId/sessions/:sessionId", use: endSession)
     }
 
-    func userId(_ context: ServerRequestContext) throws -> String { try context.pathParameter("userId", naming: "user") }
+    func userId(_ context: AdminAppContext) throws -> String { try context.pathParameter("userId", naming: "user") }
 
-    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func list(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let query = AdminQuery(request: request)
         // The query is checked before the app is (a bad limit is a 400 even for a missing app).
         let (text, limit) = (try query.string("query"), try query.limit())
@@ -31,8 +31,8 @@ struct UserRoutes {
         ])
     }
 
-    @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func create(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let user = try await StateRule.applying([.appLocale(input)]) {
             try await services.users.create(app: try scope.resolvedApp(), input: input, actor: principal.auditName)
@@ -40,13 +40,13 @@ struct UserRoutes {
         return JSONBody.response(user.json(), status: .created)
     }
 
-    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func show(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         return JSONBody.response(try await services.users.get(app: try scope.resolvedApp(), userId: try userId(context)).json())
     }
 
-    @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func update(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let patch = try await JSONBody.object(request, context: context)
         let user = try await StateRule.applying([.appLocale(patch)]) {
             try await services.users.update(app: try scope.resolvedApp(), userId: try userId(context), patch: patch, actor: principal.auditName)
@@ -54,14 +54,14 @@ struct UserRoutes {
         return JSONBody.response(user.json())
     }
 
-    @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func delete(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         try await services.users.delete(app: try scope.resolvedApp(), userId: try userId(context), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
-    @Sendable func setPassword(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func setPassword(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         try await services.users.setPassword(app: try scope.resolvedApp(), userId: try userId(context), input: input, actor: principal.auditName)
         return Response(status: .noContent)
@@ -69,22 +69,22 @@ struct UserRoutes {
 
     // MARK: sessions
 
-    @Sendable func sessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func sessions(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let sessions = try await services.users.sessions(app: try scope.resolvedApp(), userId: try userId(context))
         return JSONBody.response(["sessions": .array(sessions.map { .object($0.json()) })])
     }
 
-    @Sendable func endSession(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func endSession(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         try await services.users.endSession(
             app: try scope.resolvedApp(), userId: try userId(context), sessionId: try context.pathParameter("sessionId", naming: "session"),
             actor: principal.auditName)
         return Response(status: .noContent)
     }
 
-    @Sendable func endAllSessions(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func endAllSessions(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let ended = try await services.users.endAllSessions(app: try scope.resolvedApp(), userId: try userId(context), actor: principal.auditName)
         return JSONBody.response(["revokedSessions": .int(ended)])
     }
@@ -94,7 +94,7 @@ struct UserRoutes {
 struct IdentityRoutes {
     let services: CosyncServices
 
-    func register(on app: RouterGroup<ServerRequestContext>) {
+    func register(on app: RouterGroup<AdminAppContext>) {
         app.get("users/:userId/identities", use: list)
         app.post("users/:userId/identities", use: link)
         app.delete("users/:userId/identities/:identityId", use: detach)
@@ -104,35 +104,35 @@ struct IdentityRoutes {
         app.post("users/:userId/passkey-reset", use: resetPasskeys)
     }
 
-    @Sendable func resetPasskeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func resetPasskeys(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let (expires, removed) = try await AppKeyFlows(flows: services.flows).resetPasskeys(
             app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"), actor: principal.auditName)
         return JSONBody.response(["resetExpiresAt": .string(ISO8601.milliseconds(expires)), "passkeysRemoved": .int(removed)])
     }
 
-    @Sendable func passkeys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func passkeys(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let passkeys = try await services.users.passkeys(app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["passkeys": .array(passkeys.map { .object($0.adminJSON()) })])
     }
 
-    @Sendable func removePasskey(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func removePasskey(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         try await services.users.removePasskey(
             app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"),
             passkeyId: try context.pathParameter("passkeyId", naming: "passkey"), actor: principal.auditName)
         return Response(status: .noContent)
     }
 
-    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope()
+    @Sendable func list(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope
         let identities = try await services.users.identities(app: try scope.resolvedApp(), userId: try context.pathParameter("userId", naming: "user"))
         return JSONBody.response(["identities": .array(identities.map { .object($0.json()) })])
     }
 
-    @Sendable func link(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func link(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let userId = try context.pathParameter("userId", naming: "user")
         let identity = try await StateRule.applying(StateRule.provider) {
@@ -141,8 +141,8 @@ struct IdentityRoutes {
         return JSONBody.response(identity.json(), status: .created)
     }
 
-    @Sendable func detach(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func detach(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let flag = try AdminQuery(request: request).string("deleteAccount")
         guard flag == nil || flag == "true" || flag == "false" else {
             throw AdminError(status: .badRequest, code: "invalid_parameter", message: "deleteAccount must be true or false", field: "deleteAccount")
@@ -153,8 +153,8 @@ struct IdentityRoutes {
         return Response(status: .noContent)
     }
 
-    @Sendable func upgrade(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let scope = try context.appScope(), principal = scope.principal
+    @Sendable func upgrade(_ request: Request, context: AdminAppContext) async throws -> Response {
+        let scope = context.scope, principal = scope.principal
         let input = try await JSONBody.object(request, context: context)
         let userId = try context.pathParameter("userId", naming: "user")
         let user = try await StateRule.applying(StateRule.provider) {

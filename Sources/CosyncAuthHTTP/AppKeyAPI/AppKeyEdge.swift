@@ -71,7 +71,7 @@ struct AppKeyAppContext: ChildRequestContext {
         self.fields = resolved.fields
         self.credentials = resolved.credentials
         self.presentedAccess = resolved.presentedAccess
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }
 
@@ -85,7 +85,7 @@ struct AppKeyCallerContext: ChildRequestContext {
         guard let resolved = context.appKey, let caller = resolved.caller else { throw EdgeNotResolved() }
         self.caller = try caller.get()
         self.fields = resolved.fields
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }
 
@@ -98,7 +98,7 @@ struct AppKeyDeferredCallerContext: ChildRequestContext {
     init(context: ServerRequestContext) throws {
         guard let resolved = context.appKey, let caller = resolved.caller else { throw EdgeNotResolved() }
         self.caller = caller
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }
 
@@ -112,6 +112,6 @@ struct AppKeySignupContext: ChildRequestContext {
         guard let resolved = context.appKey, let signup = resolved.signup else { throw EdgeNotResolved() }
         self.signup = try signup.get()
         self.fields = resolved.fields
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }

@@ -34,13 +34,23 @@ struct AppAuthenticator: RouterMiddleware {
     }
 }
 
-extension ServerRequestContext {
-    /// The principal and app `AppAuthenticator` resolved; a route outside its group has none (a
-    /// programming error, answered 500 rather than served unauthenticated).
-    func appScope() throws -> AdminAppScope {
-        guard let adminScope else {
+/// The context of every admin route under `apps/{appId}`: built from what `AppAuthenticator` put into
+/// the request context, so a handler of that group cannot be written without the principal and the app
+/// scope (a route outside the group has none: a programming error, answered 500 rather than served
+/// unauthenticated).
+struct AdminAppContext: ChildRequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The principal and the app the authenticator resolved.
+    let scope: AdminAppScope
+
+    init(context: ServerRequestContext) throws {
+        guard let scope = context.adminScope else {
             throw AdminError(status: .internalServerError, code: "internal", message: "the route has no authenticated app scope")
         }
-        return adminScope
+        self.scope = scope
+        self.coreContext = context.coreContext
     }
+
+    /// Admin bodies are small (as `ServerRequestContext`).
+    var maxUploadSize: Int { 1_048_576 }
 }

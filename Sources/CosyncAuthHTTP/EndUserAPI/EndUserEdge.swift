@@ -93,7 +93,7 @@ struct EndUserAppContext: ChildRequestContext {
         self.fields = resolved.fields
         self.appToken = resolved.appToken
         self.origin = context.origin
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }
 
@@ -109,7 +109,7 @@ struct EndUserCallerContext: ChildRequestContext {
         self.caller = try caller.get()
         self.fields = resolved.fields
         self.origin = context.origin
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }
 
@@ -125,6 +125,6 @@ struct EndUserDeferredCallerContext: ChildRequestContext {
         guard let resolved = context.endUser, let caller = resolved.caller else { throw EdgeNotResolved() }
         self.caller = caller
         self.fields = resolved.fields
-        self.coreContext = .init(source: context)
+        self.coreContext = context.coreContext
     }
 }

@@ -26,8 +26,8 @@ public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext
     let document = OpenAPIDocument.document()
     admin.get("openapi.json") { _, _ in JSONBody.response(document) }
     // Every route under apps/{appId}: the authenticator puts the principal (and the app) into the
-    // context before the handler runs.
-    let app = admin.group("apps/:appId").add(middleware: AppAuthenticator(services: services))
+    // context before the handler runs, and its handlers take the typed AdminAppContext.
+    let app = admin.group("apps/:appId").add(middleware: AppAuthenticator(services: services)).group(context: AdminAppContext.self)
     AppRoutes(services: services).register(on: admin, app: app)
     UserRoutes(services: services).register(on: app)
     IdentityRoutes(services: services).register(on: app)

@@ -17,7 +17,7 @@ enum JSONBody {
 
     /// Reads the body as a JSON object. Malformed JSON or another top-level type is a 400; an empty
     /// body is `{}` when `allowEmpty`.
-    static func object(_ request: Request, context: ServerRequestContext, allowEmpty: Bool = false) async throws -> [String: JSONValue] {
+    static func object(_ request: Request, context: some RequestContext, allowEmpty: Bool = false) async throws -> [String: JSONValue] {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: context.maxUploadSize)
