@@ -39,6 +39,15 @@ public struct FlowSettings: Sendable {
     public var anonymousAccountsPerAppPerHour: Int = 3600
     public init() {}
 
+    /// The limits of `CodeChallenge`.
+    var codeLimits: CodeChallenge.Limits {
+        var limits = CodeChallenge.Limits()
+        limits.maxCodeAttempts = maxCodeAttempts
+        limits.secondFactorWindow = secondFactorWindow
+        limits.maxLockout = maxLockout
+        return limits
+    }
+
     /// The limits of `PasswordMethod`.
     var passwordLimits: PasswordLimits {
         var limits = PasswordLimits()
@@ -65,6 +74,7 @@ public struct EndUserFlows: Sendable {
     public let passwords: PasswordMethod
     public let sessions: SessionGrant
     public let passkeys: PasskeyMethod
+    public let codes: CodeChallenge
     var box: SecretBox { apps.box }
 
     public init(
@@ -82,6 +92,7 @@ public struct EndUserFlows: Sendable {
         self.passwords = PasswordMethod(client: client, hasher: hasher, limits: settings.passwordLimits, logger: logger)
         self.sessions = SessionGrant(tokens: tokens, logger: logger)
         self.passkeys = PasskeyMethod(logger: logger)
+        self.codes = CodeChallenge(box: apps.box, limits: settings.codeLimits, logger: logger)
     }
 
 }

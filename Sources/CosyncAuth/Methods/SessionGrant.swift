@@ -23,21 +23,31 @@ public struct SessionGrant: Sendable {
         case identityGone
     }
 
-    /// Opens a session for `user` in the caller's transaction, proven by `method` now, from `origin`.
+    /// Opens a session for `user` in the caller's transaction, proven by `method` now, from `origin`,
+    /// as the sign-in saw the user: only while it is active and its token version is still the one the
+    /// sign-in read, and only while the identity it signed in with still exists. A password change,
+    /// reset, suspension or "sign out everywhere" that committed while the sign-in was checking moved
+    /// the version on (`userRevoked`); a detach or passkey removal took the identity (`identityGone`).
+    /// Either way no session is opened and the sign-in must fail, or it would outlive the revocation.
+    ///
+    /// The user row is locked first, until the transaction ends. A revocation or an identity removal
+    /// locks that row before it deletes sessions, so it either waits for this session to commit (and
+    /// then deletes it) or has committed first (and the checks refuse).
+    ///
     /// `identityId` names the identity it signed in with when the caller knows it (a passkey's); else
     /// the user's one identity of the method's kind (see `SessionStore.insert`). Answers the session id.
     func open(
         _ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil, origin: ClientOrigin
     ) async throws -> UUID {
-        let sessionId = UUID()
-        let opening = try await SessionStore.insert(
-            db, id: sessionId, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, method: method, identityId: identityId,
-            origin: origin, lifetimeSeconds: lifetime(app), logger: logger)
-        switch opening {
-        case .opened: return sessionId
-        case .userRevoked: throw Refused.userRevoked
-        case .identityGone: throw Refused.identityGone
+        guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger) else {
+            throw Refused.userRevoked
         }
+        let sessionId = UUID()
+        guard try await SessionStore.insert(
+            db, id: sessionId, appRef: app.ref, userId: user.id, method: method, identityId: identityId, origin: origin,
+            lifetimeSeconds: lifetime(app), logger: logger)
+        else { throw Refused.identityGone }
+        return sessionId
     }
 
     /// The access token naming an open session (no database work).

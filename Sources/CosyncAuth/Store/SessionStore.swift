@@ -23,25 +23,9 @@ public enum SessionStore {
         return method
     }
 
-    /// What opening a session came to.
-    enum Opening: Sendable, Equatable {
-        case opened
-        /// The user was suspended, deleted or had its sessions revoked while the sign-in ran.
-        case userRevoked
-        /// The identity the sign-in went through was removed (detached, passkey removed) meanwhile.
-        case identityGone
-    }
-
-    /// Opens a session for a user as the sign-in saw it: only while the user is active and its token
-    /// version is still `tokenVersion`, and only while the identity it signed in with still exists. A
-    /// password change, reset, suspension or "sign out everywhere" that committed while the sign-in was
-    /// checking moved the version on (`userRevoked`); a detach or passkey removal took the identity
-    /// (`identityGone`). Either way no session is opened and the sign-in must fail, or it would outlive
-    /// the revocation.
-    ///
-    /// It first locks the user row (`UserStore.lockLive`) until the transaction ends. A revocation or an
-    /// identity removal locks that row before it deletes sessions, so it either waits for this session
-    /// to commit (and then deletes it) or has committed first (and the checks refuse).
+    /// Inserts a session, proven by `method` now, only while the identity it signed in with still
+    /// exists; false when that identity is gone (a detach or passkey removal committed meanwhile). The
+    /// caller holds the user row (`SessionGrant.open` locks it first, see there).
     ///
     /// The session records the identity that opened it: `identityId` when the caller knows it (a
     /// passkey's), else the user's one identity of the method's kind (`SessionMethod.identityKind`).
@@ -49,10 +33,9 @@ public enum SessionStore {
     /// a password-kind sign-in of a user with no password identity on record (none is made without
     /// one, but rows from before identities may lack it) opens an unbound session.
     static func insert(
-        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, tokenVersion: Int, method: SessionMethod, identityId: UUID? = nil,
+        _ db: PostgresConnection, id: UUID, appRef: Int64, userId: UUID, method: SessionMethod, identityId: UUID? = nil,
         origin: ClientOrigin, lifetimeSeconds: Int, logger: Logger
-    ) async throws -> Opening {
-        guard try await UserStore.lockLive(db, appRef: appRef, userId: userId, tokenVersion: tokenVersion, logger: logger) else { return .userRevoked }
+    ) async throws -> Bool {
         let kind = method.identityKind?.rawValue
         let mayBeUnbound = identityId == nil && method.identityKind == .password
         let rows = try await db.query(
@@ -67,8 +50,8 @@ public enum SessionStore {
             WHERE EXISTS (SELECT 1 FROM opener) OR \(mayBeUnbound)
             RETURNING id
             """, logger: logger)
-        for try await _ in rows { return .opened }
-        return .identityGone
+        for try await _ in rows { return true }
+        return false
     }
 
     /// Ends the sessions an identity opened, before the identity goes (its caller holds the user

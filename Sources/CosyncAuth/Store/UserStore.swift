@@ -131,7 +131,7 @@ public enum UserStore {
 
     /// An anonymous account becomes permanent: new handle, and a password hash or a provider. Its
     /// sessions stay; the token version moves on, so that an anonymous sign-in still running with the
-    /// old handle opens no session (`SessionStore.insert`).
+    /// old handle opens no session (`SessionGrant.open`).
     static func upgrade(
         _ db: PostgresConnection, id: UUID, handle: String, passwordHash: String?, loginProvider: String, logger: Logger
     ) async throws -> User {

@@ -30,32 +30,14 @@ extension EndUserFlows {
                 return .refused("unknown login-token")
             }
             guard challenge.userId == user.id else { return .refused("user gone") }
-            if challenge.used { return .refused("login-token already used") }
-            if challenge.expired { return .refused("login-token expired") }
-            if challenge.attempts >= settings.maxCodeAttempts { return .refused("too many wrong codes") }
-            // Wrong codes also count per user across login-tokens, so that logging in again does not
-            // buy fresh guesses at the TOTP or SMS code. The attempt is reserved before the compare
-            // (the row stays locked until this transaction ends), so concurrency cannot exceed it.
-            let subject = "2fa:\(user.id)"
-            guard try await ThrottleStore.reserve(
-                db, appRef: app.ref, subject: subject, threshold: settings.maxCodeAttempts * 2,
-                windowSeconds: settings.secondFactorWindow, maxLockSeconds: settings.maxLockout, logger: logger)
-            else { return .refused("second factor locked") }
-            let matched: Bool
-            switch challenge.factor {
-            case .phone:
-                matched = codeMatches(code, sealed: challenge.codeSealed, purpose: .loginChallenge(challenge.id))
-            case .google:
-                matched = try await acceptTOTP(db, user: user, code: code)
-            }
-            guard matched else {
-                try await LoginChallengeStore.countFailedChallenge(db, id: challenge.id, logger: logger)
+            switch try await codes.verifySecondFactor(db, app: app, user: user, challenge: challenge, code: code) {
+            case .refused(let reason): return .refused(reason)
+            case .wrongCode:
                 try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
                                 detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor.rawValue)])
                 return .wrongCode
+            case .accepted: break
             }
-            try await LoginChallengeStore.markChallengeUsed(db, id: challenge.id, logger: logger)
-            try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: logger)
             return .accepted(user)
         }
         switch outcome {
@@ -74,15 +56,5 @@ extension EndUserFlows {
             }
             return issued
         }
-    }
-
-    /// Checks a TOTP against the user's secret and records its step, so it cannot be used again.
-    func acceptTOTP(_ db: PostgresConnection, user: User, code: String) async throws -> Bool {
-        guard code.count == TOTP.digits, let state = try await UserStore.lockTOTP(db, userId: user.id, logger: logger),
-            let sealed = state.sealed, let key = try? box.openString(sealed, purpose: .totp(userId: user.id)),
-            let secret = TOTP.secret(fromKey: key),
-            let step = TOTP.matchingStep(secret: secret, code: code, at: Date()), step > state.lastStep
-        else { return false }
-        return try await UserStore.acceptTOTPStep(db, userId: user.id, step: step, logger: logger)
     }
 }

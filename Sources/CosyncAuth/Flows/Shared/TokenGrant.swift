@@ -34,7 +34,7 @@ extension EndUserFlows {
         }
         let jwt = try await tokens.userJWT(claims: claims, appRef: app.ref)
         let (grant, origin) = (sessions, ClientOrigin.current)
-        // One transaction: the session's insert holds the user row until it commits (see SessionStore.insert).
+        // One transaction: the session's insert holds the user row until it commits (see SessionGrant.open).
         let sessionId: UUID
         do {
             sessionId = try await Telemetry.sql("insert session") {
