@@ -59,8 +59,10 @@ public struct FlowSettings: Sendable {
     }
 }
 
-/// The end-user flows (<doc:EndUserAPI> §5, <doc:EndUserAPI> §6). Each method takes decoded fields and returns a result
-/// or throws an `EndUserError`; none knows about HTTP.
+/// The end-user flows (<doc:EndUserAPI> §5, <doc:EndUserAPI> §6): the composition root of the flow
+/// steps. Each step is a small type in its folder (`ChangePassword`, `PasswordLogin`, …) that names the
+/// dependencies it uses; `EndUserFlows` holds them all and builds each step for its public method. A
+/// step takes decoded fields and returns a result or throws an `EndUserError`; none knows about HTTP.
 public struct EndUserFlows: Sendable {
     public let client: PostgresClient
     public let apps: AppAdministration
@@ -75,6 +77,10 @@ public struct EndUserFlows: Sendable {
     public let sessions: SessionGrant
     public let passkeys: PasskeyMethod
     public let codes: CodeChallenge
+    /// The pieces every step may share (`Flows/Shared/`).
+    let userAudit: UserAudit
+    let accounts: Accounts
+    let grant: TokenGrant
     var box: SecretBox { apps.box }
 
     public init(
@@ -90,79 +96,42 @@ public struct EndUserFlows: Sendable {
         self.settings = settings
         self.logger = logger
         self.passwords = PasswordMethod(client: client, hasher: hasher, limits: settings.passwordLimits, logger: logger)
-        self.sessions = SessionGrant(tokens: tokens, logger: logger)
+        let sessions = SessionGrant(tokens: tokens, logger: logger)
+        self.sessions = sessions
         self.passkeys = PasskeyMethod(logger: logger)
         self.codes = CodeChallenge(box: apps.box, limits: settings.codeLimits, logger: logger)
+        self.userAudit = UserAudit(client: client, logger: logger)
+        self.accounts = Accounts(settings: settings, logger: logger)
+        self.grant = TokenGrant(client: client, tokens: tokens, sessions: sessions, logger: logger)
     }
-
 }
 
+// The shared pieces, for the steps and the AppKey flows that still call them on `EndUserFlows`.
 extension EndUserFlows {
-    // MARK: gates
+    func requireActive(_ app: App) throws(EndUserError) { try Gates.requireActive(app) }
 
-    /// `suspended` → 402, `migrated` → 413.
-    func requireActive(_ app: App) throws(EndUserError) {
-        switch app.status {
-        case .active: return
-        case .migrated: throw .appMigrated
-        default: throw .appSuspended
-        }
-    }
+    func requireActiveUser(_ user: User) throws(EndUserError) { try Gates.requireActiveUser(user) }
 
-    func requireActiveUser(_ user: User) throws(EndUserError) {
-        guard user.status == .active else { throw .userSuspended }
-    }
-
-    /// The first statement of an access-token write (end-user or AppKey): locks the caller's user row
-    /// and answers the user as it is now. A user deleted since the token was checked is
-    /// `invalidAccessToken`, one suspended meanwhile `userSuspended`, as the next request would answer.
     @discardableResult
     func lockCaller(_ db: PostgresConnection, app: App, userId: UUID) async throws -> User {
-        guard let user = try await UserStore.lockExisting(db, appRef: app.ref, userId: userId, logger: logger) else {
-            throw EndUserError.invalidAccessToken
-        }
-        guard user.status == .active else { throw EndUserError.userSuspended }
-        return user
+        try await accounts.lockCaller(db, app: app, userId: userId)
     }
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
-        var all = detail
-        all["handle"] = .string(handle)
-        try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: "user", action: action, status: status, detail: all, logger: logger)
+        try await userAudit.record(db, app: app, handle: handle, action: action, status: status, detail: detail)
     }
 
     func audit(app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
-        try? await client.withConnection { db in
-            try await audit(db, app: app, handle: handle, action: action, status: status, detail: detail)
-        }
+        await userAudit.record(app: app, handle: handle, action: action, status: status, detail: detail)
     }
 
-    /// Counts one new anonymous account, per client address and per app (both, or neither: the caller's
-    /// transaction rolls back on refusal); false when either quota is used up for this hour.
     func takeAnonymousAccountQuota(_ db: PostgresConnection, app: App) async throws -> Bool {
-        let address = ClientOrigin.current.address ?? "-"
-        for (subject, limit) in [
-            ("anonymous-account-ip:\(address)", settings.anonymousAccountsPerAddressPerHour),
-            ("anonymous-account", settings.anonymousAccountsPerAppPerHour),
-        ] {
-            guard try await ThrottleStore.take(db, appRef: app.ref, subject: subject, limit: limit, windowSeconds: 3600, logger: logger)
-            else { return false }
-        }
-        return true
+        try await accounts.takeAnonymousAccountQuota(db, app: app)
     }
 
-    /// Inserts a user, mapping a handle clash to `handleAlreadyRegistered`.
     func insertUser(
         _ db: PostgresConnection, app: App, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
     ) async throws -> User {
-        do {
-            let user = try await UserStore.insert(
-                db, appRef: app.ref, handle: handle, userName: nil, passwordHash: passwordHash, locale: locale, metaData: metadata,
-                logger: logger)
-            try await Events.record(db, app: app, type: .userCreated, user: user, logger: logger)
-            return user
-        } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
-            throw EndUserError.handleAlreadyRegistered
-        }
+        try await accounts.insertUser(db, app: app, handle: handle, passwordHash: passwordHash, locale: locale, metadata: metadata)
     }
 }

@@ -16,7 +16,13 @@ public enum LoginOutcome: Sendable, Equatable {
     case secondFactor(loginToken: String)
 }
 
-extension EndUserFlows {
+/// The tokens a successful end-user sign-in answers, as a small type the steps declare.
+struct TokenGrant: Sendable {
+    let client: PostgresClient
+    let tokens: TokenIssuer
+    let sessions: SessionGrant
+    let logger: Logger
+
     /// Builds the user JWT (`invalidMetadata` when a required field has no value), opens a session
     /// (`method`, and the request's `ClientOrigin`) and signs the access token that names it
     /// (`SessionGrant`, shared with the AppKey flows).
@@ -86,4 +92,19 @@ extension EndUserFlows {
     static func quote(_ key: String) -> String {
         (try? String(decoding: JSONCoding.encode(JSONValue.string(key)), as: UTF8.self)) ?? "\"\""
     }
+}
+
+extension EndUserFlows {
+    func issueTokens(
+        app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata,
+        alongside: (@Sendable (PostgresConnection) async throws -> Void)? = nil
+    ) async throws -> IssuedTokens {
+        try await grant.issueTokens(app: app, user: user, method: method, jwtFailure: jwtFailure, alongside: alongside)
+    }
+
+    func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
+        try await grant.signedUserToken(app: app, user: user, code: code, senderHandle: senderHandle, senderUserId: senderUserId)
+    }
+
+    static func legacyIndentedJSON(_ value: JSONValue, depth: Int = 0) -> String { TokenGrant.legacyIndentedJSON(value, depth: depth) }
 }
