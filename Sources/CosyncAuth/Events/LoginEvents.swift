@@ -1,12 +1,17 @@
 import Foundation
+import Logging
 import PostgresNIO
 
-extension EndUserFlows {
+/// The events of a wrong password, as a small type the login step declares.
+struct FailedLoginEvents: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
     /// A wrong password: `user.login.failed`, and `user.locked` when this attempt (or a concurrent one)
     /// left the account locked for this address or as a whole. The login's own work has no transaction
     /// to join (its reservation committed before the check), so these get a short one of their own.
     /// Failing to write them does not change the answer the caller gets; it is logged.
-    func recordFailedLogin(app: App, user: User, throttle: LoginThrottle) async {
+    func record(app: App, user: User, throttle: LoginThrottle) async {
         do {
             try await client.transaction(logger: logger) { db in
                 try await Events.record(db, app: app, type: .userLoginFailed, user: user, data: ["reason": .string("wrong_password")], logger: logger)

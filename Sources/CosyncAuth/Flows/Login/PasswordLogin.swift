@@ -1,17 +1,28 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST login`: handle (or user name) and password.
 
-extension EndUserFlows {
-    /// `POST login` (<doc:EndUserAPI> §5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
-    /// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
-    /// is locked, the answer is `invalidCredentials` without a password check.
-    public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
+/// `POST login` (<doc:EndUserAPI> §5.2, §6.3). Every attempt is reserved in PostgreSQL before the password is
+/// checked (see `LoginThrottle`); while the caller's address, the handle or the address as a whole
+/// is locked, the answer is `invalidCredentials` without a password check.
+struct PasswordLogin: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let passwords: PasswordMethod
+    let challenges: LoginChallenge
+    let sms: SMSCapability
+    let grant: TokenGrant
+    let failures: FailedLoginEvents
+    let audit: UserAudit
+    let logger: Logger
+
+    func run(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
         let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         if !Identifiers.hasAt(handle) && !app.settings.userNamesEnabled { throw EndUserError.userNamesDisabled }
-        try requireActive(app)
+        try Gates.requireActive(app)
         // No account has a longer handle (users.handle is 1-254 code points, as PostgreSQL counts them;
         // Swift's character count lets one letter carry thousands of combining marks): nothing to find
         // or to count (a throttle subject that long would not fit its index).
@@ -41,16 +52,16 @@ extension EndUserFlows {
             }
         } catch is LoginThrottle.Locked {
             Telemetry.login("locked", appId: app.appId)
-            await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
+            await audit.record(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("locked")])
             throw EndUserError.invalidCredentials
         }
         guard let user = found else {
             Telemetry.login("unknown_account", appId: app.appId)
-            await audit(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("unknown account")])
+            await audit.record(app: app, handle: handle, action: "login", status: "error", detail: ["reason": .string("unknown account")])
             throw EndUserError.invalidCredentials
         }
         do {
-            try requireActiveUser(user)
+            try Gates.requireActiveUser(user)
         } catch {
             try await throttle.succeeded()  // the password was not checked: give the attempt back
             Telemetry.login("not_active", appId: app.appId)
@@ -58,8 +69,8 @@ extension EndUserFlows {
         }
         guard PasswordHasher.isMD5Hex(password), try await throttle.check(releasing: false, { try await passwords.verify(password, user: user) }) else {
             Telemetry.login("wrong_password", appId: app.appId)
-            await recordFailedLogin(app: app, user: user, throttle: throttle)
-            await audit(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
+            await failures.record(app: app, user: user, throttle: throttle)
+            await audit.record(app: app, handle: user.handle, action: "login", status: "error", detail: ["reason": .string("wrong password")])
             throw EndUserError.invalidCredentials
         }
         let outcome = try await completeFirstFactor(app: app, user: user, throttle: throttle)
@@ -79,23 +90,31 @@ extension EndUserFlows {
         do {
             let mode = app.settings.twoFactorVerification
             if mode == .phone, user.twoFactorPhone, user.phoneVerified, let phone = user.phone {
-                try await requireSMSCapability(app)
-                return try await openChallenge(app: app, user: user, factor: .phone, smsTo: phone, throttle: throttle)
+                try await sms.require(app)
+                return try await challenges.open(app: app, user: user, factor: .phone, smsTo: phone, throttle: throttle)
             }
             if mode == .google, user.twoFactorGoogle {
-                return try await openChallenge(app: app, user: user, factor: .google, smsTo: nil, throttle: throttle)
+                return try await challenges.open(app: app, user: user, factor: .google, smsTo: nil, throttle: throttle)
             }
-            let flows = self
-            let issued = try await issueTokens(app: app, user: user, method: .password) { db in
+            let issued = try await grant.issueTokens(app: app, user: user, method: .password) { db in
                 try await throttle.release(in: db)
-                try await UserStore.touchLastLogin(db, userId: user.id, logger: flows.logger)
-                try await flows.audit(db, app: app, handle: user.handle, action: "login")
-                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: flows.logger)
+                try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
+                try await audit.record(db, app: app, handle: user.handle, action: "login")
+                try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: logger)
             }
             return .tokens(issued)
         } catch {
             await Task { _ = try? await withDeadline(.seconds(5)) { try await throttle.succeeded(); return true } }.value
             throw error
         }
+    }
+}
+
+extension EndUserFlows {
+    public func login(app: App, fields: Fields, clientAddress: String?) async throws -> LoginOutcome {
+        try await PasswordLogin(
+            client: client, hasher: hasher, passwords: passwords, challenges: loginChallenge, sms: smsCapability, grant: grant,
+            failures: FailedLoginEvents(client: client, logger: logger), audit: userAudit, logger: logger
+        ).run(app: app, fields: fields, clientAddress: clientAddress)
     }
 }

@@ -1,14 +1,22 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST loginComplete`: the login-token and its code.
 
-extension EndUserFlows {
-    /// `POST loginComplete` (<doc:EndUserAPI> §5.3, §7.4). The login-token must be valid, unexpired, of scope `login`,
-    /// of the calling app, and its challenge unused, with fewer than `maxCodeAttempts` wrong codes.
-    /// Phone: the SMS code of this challenge. Google: a TOTP of the current step ±1 that is later
-    /// than the last one the user logged in with.
-    public func loginComplete(app: App, fields: Fields) async throws -> IssuedTokens {
+/// `POST loginComplete` (<doc:EndUserAPI> §5.3, §7.4). The login-token must be valid, unexpired, of scope `login`,
+/// of the calling app, and its challenge unused, with fewer than `maxCodeAttempts` wrong codes.
+/// Phone: the SMS code of this challenge. Google: a TOTP of the current step ±1 that is later
+/// than the last one the user logged in with.
+struct CompleteLogin: Sendable {
+    let client: PostgresClient
+    let tokens: TokenIssuer
+    let codes: CodeChallenge
+    let grant: TokenGrant
+    let audit: UserAudit
+    let logger: Logger
+
+    func run(app: App, fields: Fields) async throws -> IssuedTokens {
         let loginToken = try fields.require("loginToken")
         let rawCode = try fields.require("code")
         let code = String(rawCode.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.map(Character.init))
@@ -16,7 +24,7 @@ extension EndUserFlows {
         guard let claims = await tokens.verifyLoginToken(loginToken), claims.appId == app.appId,
             let challengeId = UUID(uuidString: claims.jti)
         else { throw EndUserError.invalidCredentials }
-        try requireActive(app)
+        try Gates.requireActive(app)
 
         /// A wrong code is audited inside the transaction; other refusals after it.
         enum Outcome { case accepted(User), wrongCode, refused(String) }
@@ -33,8 +41,8 @@ extension EndUserFlows {
             switch try await codes.verifySecondFactor(db, app: app, user: user, challenge: challenge, code: code) {
             case .refused(let reason): return .refused(reason)
             case .wrongCode:
-                try await audit(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
-                                detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor.rawValue)])
+                try await audit.record(db, app: app, handle: user.handle, action: "loginComplete", status: "error",
+                                       detail: ["reason": .string("wrong code"), "factor": .string(challenge.factor.rawValue)])
                 return .wrongCode
             case .accepted: break
             }
@@ -44,17 +52,24 @@ extension EndUserFlows {
         case .wrongCode:
             throw EndUserError.invalidCredentials
         case .refused(let reason):
-            await audit(app: app, handle: claims.handle, action: "loginComplete", status: "error", detail: ["reason": .string(reason)])
+            await audit.record(app: app, handle: claims.handle, action: "loginComplete", status: "error", detail: ["reason": .string(reason)])
             throw EndUserError.invalidCredentials
         case .accepted(let user):
-            try requireActiveUser(user)
-            let issued = try await issueTokens(app: app, user: user, method: .secondFactor)
+            try Gates.requireActiveUser(user)
+            let issued = try await grant.issueTokens(app: app, user: user, method: .secondFactor)
             try await client.withConnection { db in
                 try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "loginComplete")
+                try await audit.record(db, app: app, handle: user.handle, action: "loginComplete")
                 try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, data: ["secondFactor": .bool(true)], logger: logger)
             }
             return issued
         }
+    }
+}
+
+extension EndUserFlows {
+    public func loginComplete(app: App, fields: Fields) async throws -> IssuedTokens {
+        try await CompleteLogin(client: client, tokens: tokens, codes: codes, grant: grant, audit: userAudit, logger: logger)
+            .run(app: app, fields: fields)
     }
 }

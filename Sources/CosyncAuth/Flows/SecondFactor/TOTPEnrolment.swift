@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST setTwoFactorGoogleVerification`: TOTP on or off.
@@ -10,19 +11,26 @@ public struct AuthenticatorSetup: Sendable, Equatable {
     public let qrPNG: [UInt8]
 }
 
-extension EndUserFlows {
-    /// `POST setTwoFactorGoogleVerification` (<doc:EndUserAPI> §5.19, §6.6): enabling makes a new secret every time,
-    /// sealed at rest, answers it with a QR PNG of the otpauth URI, and e-mails both (template
-    /// `qrCode`, PNG attached). Disabling keeps the secret, as legacy did.
-    public func setTwoFactorGoogleVerification(caller: AuthenticatedCaller, fields: Fields) async throws -> AuthenticatorSetup? {
+/// `POST setTwoFactorGoogleVerification` (<doc:EndUserAPI> §5.19, §6.6): enabling makes a new secret every time,
+/// sealed at rest, answers it with a QR PNG of the otpauth URI, and e-mails both (template
+/// `qrCode`, PNG attached). Disabling keeps the secret, as legacy did.
+struct TOTPEnrolment: Sendable {
+    let client: PostgresClient
+    let box: SecretBox
+    let accounts: Accounts
+    let outbox: Outbox
+    let audit: UserAudit
+    let logger: Logger
+
+    func run(caller: AuthenticatedCaller, fields: Fields) async throws -> AuthenticatorSetup? {
         let (app, user) = (caller.app, caller.user)
-        try requireActive(app)
+        try Gates.requireActive(app)
         guard app.settings.twoFactorVerification == .google else { throw EndUserError.googleTwoFactorDisabled }
-        guard Self.wantsOn(fields) else {
+        guard TwoFactorSwitch.wantsOn(fields) else {
             try await client.transaction(logger: logger) { db in
-                try await lockCaller(db, app: app, userId: user.id)
+                try await accounts.lockCaller(db, app: app, userId: user.id)
                 try await UserStore.setTwoFactor(db, userId: user.id, google: false, logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(false)])
+                try await audit.record(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(false)])
                 try await Events.record(db, app: app, type: .userSecondFactorDisabled, user: user, data: ["factor": .string("google")], logger: logger)
             }
             return nil
@@ -34,17 +42,24 @@ extension EndUserFlows {
         let png = try QRCode.png(for: uri, scale: 6)
         let sealed = try box.seal(TOTP.base32(secret), purpose: .totp(userId: user.id))
         try await client.transaction(logger: logger) { db in
-            try await lockCaller(db, app: app, userId: user.id)
+            try await accounts.lockCaller(db, app: app, userId: user.id)
             try await UserStore.setTOTP(db, userId: user.id, sealed: sealed, logger: logger)
             if Identifiers.hasAt(user.handle) {
                 try await outbox.email(
                     db, app: app, template: "qrCode", locale: user.locale, to: user.handle,
                     values: ["CODE": displayKey, "HANDLE": user.handle], attachment: (name: "QRCode.png", data: png), logger: logger)
             }
-            try await audit(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(true)])
+            try await audit.record(db, app: app, handle: user.handle, action: "setTwoFactorGoogleVerification", detail: ["enabled": .bool(true)])
             try await Events.record(db, app: app, type: .userSecondFactorEnabled, user: user, data: ["factor": .string("google")], logger: logger)
         }
         return AuthenticatorSetup(googleSecretKey: displayKey, qrPNG: png)
+    }
+}
+
+extension EndUserFlows {
+    public func setTwoFactorGoogleVerification(caller: AuthenticatedCaller, fields: Fields) async throws -> AuthenticatorSetup? {
+        try await TOTPEnrolment(client: client, box: box, accounts: accounts, outbox: outbox, audit: userAudit, logger: logger)
+            .run(caller: caller, fields: fields)
     }
 }
 
