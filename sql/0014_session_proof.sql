@@ -5,11 +5,14 @@
 -- the change accepts. The session's sign-in is its first proof; a later re-proof on the same session
 -- (the current password presented to changePassword, a step-up on the coming OAuth login page or in
 -- the Portal) moves both columns on. `proven_by` holds the same names as `method`.
-ALTER TABLE sessions ADD COLUMN proven_by text, ADD COLUMN proven_at timestamptz;
-UPDATE sessions SET proven_by = method, proven_at = created_at;
+--
+-- Expand only: both columns are nullable and have no default, so adding them rewrites nothing and
+-- holds the table's lock for a moment, and a node of the previous release (which inserts sessions
+-- without them) keeps working during a rolling upgrade. NULL reads as the sign-in that opened the
+-- session: `COALESCE(proven_by, method)`, `COALESCE(proven_at, created_at)` (SessionStore). A default
+-- of now() is deliberately absent: it would date every existing session's proof at the migration,
+-- making old sign-ins look fresh.
 ALTER TABLE sessions
-    ALTER COLUMN proven_by SET NOT NULL,
-    ALTER COLUMN proven_at SET NOT NULL,
-    ALTER COLUMN proven_at SET DEFAULT now(),
-    ADD CONSTRAINT sessions_proven_by_check
-        CHECK (proven_by IN ('password', 'second_factor', 'anonymous', 'signup', 'register', 'apple', 'google', 'passkey'));
+    ADD COLUMN proven_by text
+        CHECK (proven_by IN ('password', 'second_factor', 'anonymous', 'signup', 'register', 'apple', 'google', 'passkey')),
+    ADD COLUMN proven_at timestamptz;

@@ -69,6 +69,9 @@ struct StepUpTests {
     @Test("a recent passkey assertion satisfies changePassword without the current password; a stale one does not")
     func passkeyStandsInForPassword() async throws {
         #expect(StepUp.allows(.changePassword, proofs: [Self.session(.passkey, minutesAgo: 1)], freshAuthMinutes: 5))
+        // However long the app's window, a session's proof stands in for the password for 5 minutes at most.
+        #expect(!StepUp.allows(.changePassword, proofs: [Self.session(.passkey, minutesAgo: 6)], freshAuthMinutes: 1440))
+        #expect(StepUp.allows(.deleteAccount, proofs: [Self.session(.passkey, minutesAgo: 6)], freshAuthMinutes: 1440))
         try await TestEnvironment.withLiveServer { api in
             let created = try await api.createApp("StepUpPasskey", settings: ["signupFlow": .string("none")])
             let sdk = SDK(api: api, appToken: created.string("appToken"))
@@ -88,6 +91,27 @@ struct StepUpTests {
             #expect(try await sdk.login(handle, "two").status == .ok)
             // The session keeps its passkey proof: no password was typed.
             #expect(try await TestEnvironment.value("SELECT proven_by FROM sessions WHERE id = \(sid)", as: String.self) == "passkey")
+        }
+    }
+
+    @Test("migration 0014 only expands: a session inserted as the previous release does still works, proven by its sign-in")
+    func previousReleaseInsert() async throws {
+        try await TestEnvironment.withLiveServer { api in
+            let created = try await api.createApp("StepUpOld", settings: ["signupFlow": .string("none")])
+            let sdk = SDK(api: api, appToken: created.string("appToken"))
+            let handle = "old\(Secrets.hexIdentifier().prefix(8))@example.com"
+            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
+            let token = try await sdk.login(handle, "one").object.string("access-token")
+            let sidText = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
+            let sid = try #require(UUID(uuidString: sidText))
+            // As a node of the previous release leaves it: no proof columns.
+            try await TestEnvironment.sql("UPDATE sessions SET proven_by = NULL, proven_at = NULL, created_at = now() - interval '1 hour' WHERE id = \(sid)")
+            #expect(try await sdk.get("/api/appuser/getUser", accessToken: token).status == .ok)
+            let appId = created.string("appId")
+            let userId = try #require(try await TestEnvironment.value("SELECT user_id::text FROM sessions WHERE id = \(sid)", as: String.self))
+            let listed = try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(userId)/sessions").json["sessions"]?.arrayValue ?? []
+            let mine = try #require(listed.first { $0["sessionId"] == .string(sidText.lowercased()) })
+            #expect(mine["provenBy"] == .string("password") && mine["provenAt"] == mine["createdAt"], "\(mine)")
         }
     }
 }

@@ -73,8 +73,18 @@ public enum StepUp {
 
     /// Whether one of `proofs` allows `change` when a proof counts for `freshAuthMinutes`.
     public static func allows(_ change: SensitiveChange, proofs: [AuthProof], freshAuthMinutes: Int, now: Date = Date()) -> Bool {
-        let window = TimeInterval(freshAuthMinutes) * 60
-        return proofs.contains { accepts($0, for: change) && now.timeIntervalSince($0.at) <= window }
+        proofs.contains { accepts($0, for: change) && now.timeIntervalSince($0.at) <= window(for: change, $0, freshAuthMinutes: freshAuthMinutes) }
+    }
+
+    /// The longest a session's proof stands in for the current password: a stolen access token must
+    /// not change the password for as long as an app's `freshAuthMinutes` (up to a day) allows.
+    public static let passwordChangeSessionMinutes = 5
+
+    /// How long `proof` counts for `change`, in seconds.
+    static func window(for change: SensitiveChange, _ proof: AuthProof, freshAuthMinutes: Int) -> TimeInterval {
+        let minutes = change == .changePassword && proof.source == .session
+            ? min(freshAuthMinutes, passwordChangeSessionMinutes) : freshAuthMinutes
+        return TimeInterval(minutes) * 60
     }
 
     /// `allows`, or `error`.

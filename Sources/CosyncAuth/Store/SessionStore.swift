@@ -4,7 +4,9 @@ import PostgresNIO
 
 /// SQL of sessions. Ending a session is deleting its row; `ON DELETE CASCADE` ends them with their user.
 public enum SessionStore {
-    static let columns = "id, user_id, method, proven_by, proven_at, client_address, user_agent, created_at, last_seen_at, expires_at"
+    /// A session's last proof; NULL (a row of a node from before migration 0014) reads as its sign-in.
+    static let proofColumns = "COALESCE(proven_by, method), COALESCE(proven_at, created_at)"
+    static let columns = "id, user_id, method, \(proofColumns), client_address, user_agent, created_at, last_seen_at, expires_at"
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [Session] {
         var sessions: [Session] = []
@@ -44,8 +46,8 @@ public enum SessionStore {
                 SELECT i.id FROM identities i
                 WHERE i.user_id = \(userId)
                   AND (i.id = \(identityId) OR (\(identityId)::uuid IS NULL AND i.kind = \(kind) AND i.kind <> 'passkey')))
-            INSERT INTO sessions (id, app_ref, user_id, method, proven_by, identity_id, client_address, user_agent, expires_at)
-            SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(method.rawValue), (SELECT id FROM opener), \(origin.address), \(origin.userAgent),
+            INSERT INTO sessions (id, app_ref, user_id, method, proven_by, proven_at, identity_id, client_address, user_agent, expires_at)
+            SELECT \(id), \(appRef), \(userId), \(method.rawValue), \(method.rawValue), now(), (SELECT id FROM opener), \(origin.address), \(origin.userAgent),
                    now() + make_interval(secs => \(lifetimeSeconds)::int)
             WHERE EXISTS (SELECT 1 FROM opener) OR \(mayBeUnbound)
             RETURNING id
@@ -95,7 +97,8 @@ public enum SessionStore {
             WITH seen AS (
                 UPDATE sessions SET last_seen_at = now()
                 WHERE id = $1 AND expires_at > now() AND last_seen_at < now() - interval '5 minutes')
-            SELECT \(UserStore.qualifiedColumns("u")), s.proven_by, s.proven_at FROM sessions s JOIN users u ON u.id = s.user_id
+            SELECT \(UserStore.qualifiedColumns("u")), COALESCE(s.proven_by, s.method), COALESCE(s.proven_at, s.created_at)
+            FROM sessions s JOIN users u ON u.id = s.user_id
             WHERE s.id = $1 AND s.app_ref = $2 AND s.user_id = $3 AND s.expires_at > now()
             """
         typealias Row = (user: User, proof: AuthProof)
