@@ -86,7 +86,7 @@ extension UserAdministration {
                 let proven = signedUp || invited
                 if !proven {
                     // The sessions first: the password identity's would go with it by cascade, unreported.
-                    let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: user.id, logger: logger) ?? []
+                    let ended = try await UserWrites.revokeAll(db, appRef: app.ref, id: user.id, logger: logger) ?? []
                     try await IdentityStore.deleteKind(db, userId: user.id, kind: .password, logger: logger)
                     try await UserStore.clearPassword(db, id: user.id, logger: logger)
                     try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "unproven_handle_linked", logger: logger)

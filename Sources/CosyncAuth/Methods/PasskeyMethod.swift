@@ -56,6 +56,7 @@ public struct PasskeyMethod: Sendable {
         try await PasskeyStore.recordUse(
             db, id: passkey.id, signCount: Int64(verified.signCount), backupState: verified.backupState, userVerified: verified.userVerified,
             cloneSuspected: verified.counterRegressed, logger: logger)
+        try await IdentityStore.touchPasskey(db, passkeyId: passkey.id, logger: logger)
         return .verified(passkey, proof: .presented(.passkey), cloneFlagged: verified.counterRegressed)
     }
 }

@@ -35,7 +35,7 @@ extension UserAdministration {
     public func endAllSessions(app: App, userId: String, actor: String) async throws -> Int {
         guard let id = UUID(uuidString: userId) else { throw AdminFailure.notFound("user") }
         return try await client.transaction(logger: logger) { db in
-            guard let ended = try await UserStore.revokeAll(db, appRef: app.ref, id: id, logger: logger) else {
+            guard let ended = try await UserWrites.revokeAll(db, appRef: app.ref, id: id, logger: logger) else {
                 throw AdminFailure.notFound("user")
             }
             try await Events.record(

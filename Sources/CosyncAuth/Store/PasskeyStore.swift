@@ -144,7 +144,8 @@ public enum PasskeyStore {
         return 0
     }
 
-    /// After a verified assertion: the new counter, the backup state, UV seen, last use.
+    /// After a verified assertion: the new counter, the backup state, UV seen, last use. The
+    /// identity's last use is the caller's to record next (`IdentityStore.touchPasskey`).
     static func recordUse(
         _ db: PostgresConnection, id: UUID, signCount: Int64, backupState: Bool, userVerified: Bool, cloneSuspected: Bool, logger: Logger
     ) async throws {
@@ -155,7 +156,6 @@ public enum PasskeyStore {
                 last_used_at = now(), updated_at = now()
             WHERE id = \(id)
             """, logger: logger)
-        try await IdentityStore.touchPasskey(db, passkeyId: id, logger: logger)
     }
 
     static func rename(_ db: PostgresConnection, appRef: Int64, userId: UUID, credentialId: [UInt8], name: String, logger: Logger) async throws -> Bool {
@@ -179,22 +179,14 @@ public enum PasskeyStore {
 
     // MARK: users and profiles
 
-    /// Inserts an AppKey user with a chosen id, and its profile.
-    static func insertUser(
-        _ db: PostgresConnection, appRef: Int64, id: UUID, handle: String, locale: String, loginProvider: String, profile: AppKeyProfile,
-        logger: Logger
-    ) async throws -> User {
-        let user = try await UserStore.insertAppKeyUser(
-            db, appRef: appRef, id: id, handle: handle, locale: locale, loginProvider: loginProvider, logger: logger)
-        if profile.isAnonymous {
-            try await IdentityStore.insert(db, appRef: appRef, userId: id, kind: .anonymous, subject: handle, logger: logger)
-        }
+    /// Inserts the profile of a new AppKey user, after its user row and identity
+    /// (`AppKeyFlows.insertUser`).
+    static func insertProfile(_ db: PostgresConnection, appRef: Int64, userId: UUID, profile: AppKeyProfile, logger: Logger) async throws {
         try await db.query(
             """
             INSERT INTO appkey_profiles (user_id, app_ref, display_name, first_name, last_name, is_anonymous)
-            VALUES (\(id), \(appRef), \(profile.displayName), \(profile.firstName), \(profile.lastName), \(profile.isAnonymous))
+            VALUES (\(userId), \(appRef), \(profile.displayName), \(profile.firstName), \(profile.lastName), \(profile.isAnonymous))
             """, logger: logger)
-        return user
     }
 
     static func profile(_ db: PostgresConnection, userId: UUID, logger: Logger) async throws -> AppKeyProfile? {
@@ -233,14 +225,11 @@ public enum PasskeyStore {
 
     // MARK: passkey resets
 
-    /// Starts a reset: the user's sessions end, its passkeys go, older resets go, a reset row is made.
-    /// Returns how many passkeys were removed and the ended sessions.
-    static func startReset(
+    /// Opens a reset: the account waits for a new passkey, older resets go, a reset row is made. The
+    /// caller ended the user's sessions and removed its passkeys first (`AppKeyFlows.resetPasskeys`).
+    static func openReset(
         _ db: PostgresConnection, appRef: Int64, userId: UUID, resetId: UUID, lifetimeSeconds: Int, logger: Logger
-    ) async throws -> (removed: Int, ended: [UUID]) {
-        // The sessions first: a passkey's sessions would otherwise go with it by cascade, unreported.
-        let ended = try await SessionStore.deleteAll(db, userId: userId, logger: logger)
-        let removed = try await IdentityStore.deletePasskeys(db, userId: userId, logger: logger)
+    ) async throws {
         try await db.query(
             """
             INSERT INTO appkey_profiles (user_id, app_ref, require_add_passkey) VALUES (\(userId), \(appRef), true)
@@ -252,7 +241,6 @@ public enum PasskeyStore {
             INSERT INTO passkey_resets (id, app_ref, user_id, expires_at)
             VALUES (\(resetId), \(appRef), \(userId), now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
-        return (removed, ended)
     }
 
     /// When a reset was made, if it is unused and alive.

@@ -97,18 +97,6 @@ extension UserStore {
 
     // MARK: social accounts
 
-    /// The user holding the provider account (`linked`), else the user whose handle is the provider's
-    /// verified e-mail (not linked).
-    static func socialMatch(
-        _ db: PostgresConnection, appRef: Int64, provider: SocialProvider, email: String?, subject: String, logger: Logger
-    ) async throws -> (user: User, linked: Bool)? {
-        if let user = try await IdentityStore.user(db, appRef: appRef, kind: IdentityKind(provider), subject: subject, logger: logger) {
-            return (user, true)
-        }
-        guard let email, !email.isEmpty else { return nil }
-        return try await user(db, appRef: appRef, handle: email, logger: logger).map { ($0, false) }
-    }
-
     /// Takes the one link by verified e-mail an account may make (README "Linking rule"): an imported
     /// CosyncJWT account created with `provider` whose provider subject was never recorded, that has no
     /// identity of the provider and has not spent the link yet. True when this call took it (the flag
@@ -131,8 +119,9 @@ extension UserStore {
         try await db.query("UPDATE users SET social_email_link_spent = true WHERE id = \(userId)", logger: logger)
     }
 
+    /// Inserts the user of a social signup; its provider identity is the caller's to insert next.
     static func insertSocialUser(
-        _ db: PostgresConnection, appRef: Int64, handle: String, provider: String, subject: String, locale: String,
+        _ db: PostgresConnection, appRef: Int64, handle: String, provider: String, locale: String,
         metadata: [String: JSONValue]?, logger: Logger
     ) async throws -> User {
         let text = try metadata.map { try metadataText($0) } ?? "{}"
@@ -143,8 +132,6 @@ extension UserStore {
             RETURNING \(unescaped: columns)
             """, logger: logger)
         guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
-        try await IdentityStore.insert(
-            db, appRef: appRef, userId: user.id, kind: provider == "apple" ? .apple : .google, subject: subject, email: handle, logger: logger)
         return user
     }
 }

@@ -39,6 +39,7 @@ public enum UserStore {
         String(decoding: try JSONCoding.encode(JSONValue.object(metadata)), as: UTF8.self)
     }
 
+    /// Inserts a user row. Its first identity is the caller's: `UserWrites.insert` inserts both.
     public static func insert(
         _ db: PostgresConnection, appRef: Int64, handle: String, userName: String?, passwordHash: String?,
         locale: String, metaData: [String: JSONValue], logger: Logger
@@ -51,12 +52,11 @@ public enum UserStore {
             RETURNING \(unescaped: columns)
             """, logger: logger)
         guard let user = try await decode(rows).first else { throw StoreError.noRowReturned }
-        try await IdentityStore.insertInitial(db, user: user, logger: logger)
         return user
     }
 
     /// Inserts an AppKey user with a chosen id (the id its signup named), signed in now. Its profile
-    /// and identity are the caller's (`PasskeyStore.insertUser`).
+    /// and identity are the caller's (`AppKeyFlows.insertUser`).
     static func insertAppKeyUser(
         _ db: PostgresConnection, appRef: Int64, id: UUID, handle: String, locale: String, loginProvider: String, logger: Logger
     ) async throws -> User {
@@ -145,16 +145,17 @@ public enum UserStore {
         return user
     }
 
-    /// Ends every session and access token of a user (sign out everywhere, suspension); returns the
-    /// ended sessions, or nil when the user does not exist.
-    public static func revokeAll(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> [UUID]? {
+    /// Ends every access token of a user (the token version moves on); false when the user does not
+    /// exist. Its sessions are the caller's to end next (`UserWrites.revokeAll`).
+    public static func revokeAll(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> Bool {
         let rows = try await db.query(
             """
             UPDATE users SET token_version = token_version + 1, kept_token_hash = NULL
             WHERE app_ref = \(appRef) AND id = \(id) RETURNING id
             """, logger: logger)
-        for try await _ in rows { return try await SessionStore.deleteAll(db, userId: id, logger: logger) }
-        return nil
+        var found = false
+        for try await _ in rows { found = true }
+        return found
     }
 
     public static func delete(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> String? {
@@ -270,17 +271,13 @@ public enum UserStore {
         try await db.query("UPDATE users SET last_login = now() WHERE id = \(userId)", logger: logger)
     }
 
-    /// Sets the password and ends the user's sessions: all of them, or all but `keepSession` (a
-    /// changePassword keeps the caller's). The token version moves on, which ends the session-less
-    /// tokens too, except the one whose hash is `keepTokenHash` (the caller's, when it has no session).
-    /// `disableSecondFactor` (a reset) also turns 2FA off and drops open login challenges. Returns the
-    /// ended sessions, or nil when the app has no such user. The one writer of a password, for the
-    /// end-user flows and the admin API alike.
-    @discardableResult
+    /// Sets the password. The token version moves on, which ends the session-less tokens, except the
+    /// one whose hash is `keepTokenHash` (the caller's, when it has no session). `disableSecondFactor`
+    /// (a reset) also turns 2FA off. False when the app has no such user. The one writer of a
+    /// password; `UserWrites.setPassword` also drops the login challenges and ends the sessions.
     static func setPassword(
-        _ db: PostgresConnection, appRef: Int64, userId: UUID, hash: String, disableSecondFactor: Bool = false, keepSession: UUID? = nil,
-        keepTokenHash: Data? = nil, logger: Logger
-    ) async throws -> [UUID]? {
+        _ db: PostgresConnection, appRef: Int64, userId: UUID, hash: String, disableSecondFactor: Bool, keepTokenHash: Data?, logger: Logger
+    ) async throws -> Bool {
         let rows = try await db.query(
             """
             UPDATE users SET password_hash = \(hash), token_version = token_version + 1, kept_token_hash = \(keepTokenHash),
@@ -293,11 +290,7 @@ public enum UserStore {
             """, logger: logger)
         var found = false
         for try await _ in rows { found = true }
-        guard found else { return nil }
-        if disableSecondFactor {
-            try await LoginChallengeStore.deleteAll(db, userId: userId, logger: logger)
-        }
-        return try await SessionStore.deleteAll(db, userId: userId, except: keepSession, logger: logger)
+        return found
     }
 
     /// Replaces a legacy raw-MD5 hash with bcrypt after a successful login (no token revocation).

@@ -39,7 +39,7 @@ public struct UserAdministration: Sendable {
         let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         do {
             return try await client.transaction(logger: logger) { db in
-                let user = try await UserStore.insert(
+                let user = try await UserWrites.insert(
                     db, appRef: app.ref, handle: handle, userName: userName, passwordHash: hash, locale: locale,
                     metaData: metaData, logger: logger)
                 try await AuditLog.record(
@@ -148,7 +148,7 @@ public struct UserAdministration: Sendable {
         try Self.checkPassword(password, settings: app.settings)
         let hash = try await hasher.hash(md5Hex: PasswordHasher.md5Hex(password), tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
-            guard try await UserStore.setPassword(db, appRef: app.ref, userId: id, hash: hash, logger: logger) != nil,
+            guard try await UserWrites.setPassword(db, appRef: app.ref, userId: id, hash: hash, logger: logger) != nil,
                 let user = try await UserStore.find(db, appRef: app.ref, id: id, logger: logger)
             else {
                 throw AdminFailure.notFound("user")

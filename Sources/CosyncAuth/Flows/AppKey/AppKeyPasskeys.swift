@@ -129,8 +129,10 @@ extension AppKeyFlows {
             let token = try await flows.apps.serverKeys.sign(ResetPasskeyClaims(
                 handle: user.handle, appId: app.appId, scope: "resetPasskey", iat: now, exp: now + lifetimeSeconds,
                 uid: user.id.uuidString.lowercased(), jti: resetId.uuidString.lowercased()))
-            let (removed, ended) = try await PasskeyStore.startReset(
-                db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
+            // The sessions first: a passkey's sessions would otherwise go with it by cascade, unreported.
+            let ended = try await SessionStore.deleteAll(db, userId: id, logger: logger)
+            let removed = try await IdentityStore.deletePasskeys(db, userId: id, logger: logger)
+            try await PasskeyStore.openReset(db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "passkey_reset", logger: logger)
             if user.handle.hasPrefix("+") {
                 try await flows.outbox.sms(

@@ -197,8 +197,12 @@ extension AppKeyFlows {
         _ db: PostgresConnection, app: App, id: UUID, handle: String, locale: String, provider: String, profile: AppKeyProfile
     ) async throws -> User {
         do {
-            let user = try await PasskeyStore.insertUser(
-                db, appRef: app.ref, id: id, handle: handle, locale: locale, loginProvider: provider, profile: profile, logger: logger)
+            let user = try await UserStore.insertAppKeyUser(
+                db, appRef: app.ref, id: id, handle: handle, locale: locale, loginProvider: provider, logger: logger)
+            if profile.isAnonymous {
+                try await IdentityStore.insert(db, appRef: app.ref, userId: id, kind: .anonymous, subject: handle, logger: logger)
+            }
+            try await PasskeyStore.insertProfile(db, appRef: app.ref, userId: id, profile: profile, logger: logger)
             try await Events.record(db, app: app, type: .userCreated, user: user, data: ["product": .string("appKey")], logger: logger)
             return user
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {

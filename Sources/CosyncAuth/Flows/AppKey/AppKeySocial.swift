@@ -64,7 +64,7 @@ extension AppKeyFlows {
     /// e-mail links only under the linking rule of `EndUserFlows.linkByEmailOnce`).
     func socialUser(app: App, provider: SocialProvider, identity: SocialIdentity) async throws -> User {
         let match = try await client.withConnection {
-            try await UserStore.socialMatch(
+            try await SocialAccounts.match(
                 $0, appRef: app.ref, provider: provider, email: identity.email?.lowercased(), subject: identity.subject, logger: logger)
         }
         guard let match else { throw AppKeyError.accountDoesNotExist }

@@ -58,7 +58,7 @@ struct ResetPassword: Sendable {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: userId, forUpdate: true, logger: logger) else {
                 throw EndUserError.invalidData
             }
-            let ended = try await UserStore.setPassword(db, appRef: app.ref, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger) ?? []
+            let ended = try await UserWrites.setPassword(db, appRef: app.ref, userId: user.id, hash: hash, disableSecondFactor: true, logger: logger) ?? []
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "password_reset", logger: logger)
             try await IdentityStore.ensurePassword(db, appRef: app.ref, userId: user.id, handle: user.handle, logger: logger)
             try await audit.record(db, app: app, handle: user.handle, action: "resetPassword")

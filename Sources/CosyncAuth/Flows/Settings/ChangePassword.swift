@@ -40,7 +40,7 @@ struct ChangePassword: Sendable {
         let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         try await client.transaction(logger: logger) { db in
             // Nil: the user was deleted while its password was checked; its token no longer names anyone.
-            guard let ended = try await UserStore.setPassword(
+            guard let ended = try await UserWrites.setPassword(
                 db, appRef: app.ref, userId: user.id, hash: hash, keepSession: caller.sessionId,
                 keepTokenHash: caller.sessionId == nil ? caller.tokenHash : nil, logger: logger)
             else { throw EndUserError.invalidAccessToken }

@@ -77,7 +77,7 @@ struct Accounts: Sendable {
         _ db: PostgresConnection, app: App, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
     ) async throws -> User {
         do {
-            let user = try await UserStore.insert(
+            let user = try await UserWrites.insert(
                 db, appRef: app.ref, handle: handle, userName: nil, passwordHash: passwordHash, locale: locale, metaData: metadata,
                 logger: logger)
             try await Events.record(db, app: app, type: .userCreated, user: user, logger: logger)

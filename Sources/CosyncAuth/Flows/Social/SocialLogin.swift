@@ -12,7 +12,7 @@ extension EndUserFlows {
         try requireActive(app)
         let identity = try await verifySocial(token, provider, audiences: audiences)
         guard let match = try await client.withConnection({
-            try await UserStore.socialMatch(
+            try await SocialAccounts.match(
                 $0, appRef: app.ref, provider: provider, email: identity.email, subject: identity.subject, logger: logger)
         }) else {
             await audit(app: app, handle: identity.email ?? "", action: "socialLogin", status: "error", detail: ["reason": .string("no account")])

@@ -34,8 +34,9 @@ extension EndUserFlows {
         do {
             user = try await client.transaction(logger: logger) { db in
                 let user = try await UserStore.insertSocialUser(
-                    db, appRef: app.ref, handle: handle, provider: provider.rawValue, subject: identity.subject, locale: locale,
-                    metadata: metadata, logger: logger)
+                    db, appRef: app.ref, handle: handle, provider: provider.rawValue, locale: locale, metadata: metadata, logger: logger)
+                try await IdentityStore.insert(
+                    db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: handle, logger: logger)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
                 try await audit(db, app: app, handle: handle, action: "socialSignup", detail: ["provider": .string(provider.rawValue)])
                 return user
@@ -43,7 +44,7 @@ extension EndUserFlows {
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
             // A concurrent signup took the handle, or this provider account already has a user.
             let existing = try await client.withConnection {
-                try await UserStore.socialMatch(
+                try await SocialAccounts.match(
                     $0, appRef: app.ref, provider: provider, email: handle, subject: identity.subject, logger: logger)
             }
             throw existing.map { Self.accountExists($0.user) } ?? EndUserError.handleAlreadyRegistered
