@@ -1,14 +1,17 @@
 import Foundation
 import Testing
 
-/// The store layer's two rules (issue 21, item 3), read from the source tree:
+/// The store layer's three rules (issue 21, item 3), read from the source tree:
 /// - SQL runs only in `Sources/CosyncAuth/Store/` (the migrator is there too);
 /// - each table is written (INSERT, UPDATE, DELETE) from one store. A store may span files named
-///   `Owner+Topic.swift` (`UserStore+SecondFactor.swift` is UserStore).
+///   `Owner+Topic.swift` (`UserStore+SecondFactor.swift` is UserStore);
+/// - stores do not call stores: a store runs its own statements only, and the flow, method or
+///   administration service that owns a use case composes stores inside its transaction. A store
+///   may use another's helpers that run no SQL (`noSQLHelpers`).
 ///
 /// `Sources/LegacyImport/LegacyImportStore.swift` is the legacy import's bulk store, in its own module:
 /// it writes the tables it imports into, in bulk statements, and is not checked here.
-@Suite("Store ownership: SQL only in Store/, one owning store per table")
+@Suite("Store ownership: SQL only in Store/, one owning store per table, stores do not call stores")
 struct StoreOwnershipTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -155,5 +158,97 @@ struct StoreOwnershipTests {
         #expect(writers["users"].map { Set($0.keys) } == ["UserStore"], "\(writers["users"] ?? [:])")
         #expect(writers["events"].map { Set($0.keys) } == ["EventStore"], "\(writers["events"] ?? [:])")
         #expect(writers["messages"].map { Set($0.keys) } == ["OutboxStore"], "\(writers["messages"] ?? [:])")
+    }
+
+    // MARK: stores do not call stores
+
+    /// What one store may use of another: helpers that run no SQL, each as `Store.member`, followed
+    /// by `(label:` when only that overload is meant (`UserStore.user(from:)` decodes a row;
+    /// `UserStore.user(db, ...)` is a query). Each must still exist and take no connection.
+    static let noSQLHelpers: [String] = [
+        "UserStore.columns", "UserStore.qualifiedColumns", "UserStore.decode", "UserStore.user(from:", "UserStore.metadataText",
+        "AppStore.likePrefix", "AppRecordStore.Kind",
+    ]
+
+    /// The stores: the type a file under Store/ is named after (`enum UserStore` in UserStore.swift,
+    /// `enum AuditLog` in AuditLog.swift). The migrator is not a store.
+    static func stores() throws -> Set<String> {
+        var names: Set<String> = []
+        for (path, text) in try sources("Sources/CosyncAuth/Store") where !migrator.contains(owner(path)) {
+            let name = owner(path)
+            if !matches(#"\b(enum|struct|class|actor)\s+\#(name)\b"#, in: text).isEmpty { names.insert(name) }
+        }
+        return names
+    }
+
+    /// Each use, in a file under Store/, of another store's member that is not a no-SQL helper:
+    /// `path: Store.member(`.
+    static func crossStoreCalls(in files: [(path: String, text: String)], stores: Set<String>) -> [String] {
+        var calls: [String] = []
+        let names = stores.sorted().joined(separator: "|")
+        for (path, text) in files where !migrator.contains(owner(path)) {
+            for hit in matches(#"\b(\#(names))\.\w+(\(\s*\w+:)?"#, in: text) {
+                let store = String(hit.prefix { $0 != "." })
+                guard store != owner(path) else { continue }
+                let compact = hit.filter { !$0.isWhitespace }
+                let member = String(compact.prefix { $0 != "(" })
+                if noSQLHelpers.contains(member) || noSQLHelpers.contains(compact) { continue }
+                calls.append("\(path): \(compact)")
+            }
+        }
+        return calls
+    }
+
+    @Test("no store calls another store's SQL: the caller that owns the use case composes them")
+    func storesDoNotCallStores() throws {
+        let stores = try Self.stores()
+        #expect(stores.isSuperset(of: ["UserStore", "IdentityStore", "SessionStore", "PasskeyStore", "AuditLog"]), "\(stores.sorted())")
+        let calls = Self.crossStoreCalls(in: try Self.sources("Sources/CosyncAuth/Store"), stores: stores)
+        #expect(
+            calls.isEmpty,
+            """
+            a store calls another store; compose them in the flow, method or administration service that owns the use case \
+            (or, for a helper that runs no SQL, add it to noSQLHelpers):
+            \(calls.joined(separator: "\n"))
+            """)
+    }
+
+    @Test("each no-SQL helper a store may use of another exists and takes no connection")
+    func noSQLHelpersRunNoSQL() throws {
+        let files = try Self.sources("Sources/CosyncAuth/Store")
+        for helper in Self.noSQLHelpers {
+            let store = String(helper.prefix { $0 != "." })
+            let rest = helper.dropFirst(store.count + 1)
+            let name = String(rest.prefix { $0 != "(" })
+            let label = rest.contains("(") ? String(rest.drop { $0 != "(" }.dropFirst().prefix { $0 != ":" }) : nil
+            let declarations = files.filter { Self.owner($0.path) == store }.flatMap { file in
+                Self.matches(#"\b(func|let|var|enum|struct)\s+\#(name)\b[^\n]*"#, in: file.text)
+            }.filter { line in label.map { line.contains("\(name)(\($0)") } ?? true }
+            #expect(!declarations.isEmpty, "\(helper) is not declared in \(store)")
+            for line in declarations {
+                #expect(!line.contains("PostgresConnection") && !line.contains("PostgresClient"), "\(helper) takes a connection: \(line)")
+            }
+        }
+    }
+
+    @Test("the rule sees a store calling another: a planted call is caught, a decode helper is not")
+    func ruleFindsCrossStoreCalls() throws {
+        let stores = try Self.stores()
+        let planted = """
+            static func revokeAll(_ db: PostgresConnection, id: UUID, logger: Logger) async throws -> [UUID] {
+                let users = try await UserStore.decode(rows)
+                let user = try UserStore.user(from: row)
+                return try await SessionStore.deleteAll(db, userId: id, logger: logger)
+            }
+            static func other(_ db: PostgresConnection, logger: Logger) async throws -> User? {
+                try await UserStore.user(db, appRef: 1, handle: "a", logger: logger)
+            }
+            """
+        let calls = Self.crossStoreCalls(in: [("Sources/CosyncAuth/Store/PasskeyStore.swift", planted)], stores: stores)
+        #expect(calls == [
+            "Sources/CosyncAuth/Store/PasskeyStore.swift: SessionStore.deleteAll",
+            "Sources/CosyncAuth/Store/PasskeyStore.swift: UserStore.user",
+        ], "\(calls)")
+        #expect(Self.crossStoreCalls(in: [("Sources/CosyncAuth/Store/SessionStore.swift", planted)], stores: stores).count == 1)
     }
 }
