@@ -1,17 +1,28 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST invite` (a user) and the admin invite: a code e-mailed to the invitee.
 
-extension EndUserFlows {
-    /// `POST invite` (<doc:EndUserAPI> §5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
-    /// Inviting the same handle again re-sends the same code; it never takes over a live invite.
-    public func invite(caller: AuthenticatedCaller, fields: Fields) async throws {
+/// `POST invite` (<doc:EndUserAPI> §5.8): a logged-in user invites a handle; the invitee gets a code by e-mail.
+/// Inviting the same handle again re-sends the same code; it never takes over a live invite.
+/// The admin API's invite (`runAdmin`) stores its invite the same way.
+struct Invite: Sendable {
+    let client: PostgresClient
+    let box: SecretBox
+    let codes: CodeChallenge
+    let pendingPolicy: PendingPolicy
+    let outbox: Outbox
+    let audit: UserAudit
+    let inviteCodeLifetime: Int
+    let logger: Logger
+
+    func run(caller: AuthenticatedCaller, fields: Fields) async throws {
         let (app, inviter) = (caller.app, caller.user)
         let invitee = Identifiers.handle(try fields.require("handle"))
         let senderUserId = fields["senderUserId"] ?? ""
-        try requireActive(app)
-        try requireActiveUser(inviter)
+        try Gates.requireActive(app)
+        try Gates.requireActiveUser(inviter)
         guard app.settings.invitationEnabled else { throw EndUserError.invitationDisabled }
         guard Identifiers.normalizedHandle(invitee) != nil, Identifiers.hasAt(invitee) else { throw EndUserError.invalidData }
         guard let parsed = Metadata.parse(fields["metaData"]) else { throw EndUserError.invalidMetadata }
@@ -19,12 +30,12 @@ extension EndUserFlows {
         if try await client.withConnection({ try await UserStore.user($0, appRef: app.ref, handle: invitee, logger: logger) }) != nil {
             throw EndUserError.handleAlreadyRegistered
         }
-        try await storeInvite(app: app, invitee: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
+        try await store(app: app, invitee: invitee, senderHandle: inviter.handle, senderUserId: senderUserId,
                               metadata: metadata, locale: inviter.locale, actor: inviter.handle)
     }
 
     /// An invite from the admin API (sender `superuser`, as the legacy portal did).
-    public func adminInvite(app: App, input: [String: JSONValue], actor: String) async throws -> String {
+    func runAdmin(app: App, input: [String: JSONValue], actor: String) async throws -> String {
         let allowed: Set<String> = ["handle", "locale", "metaData"]
         if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of an invite"))
@@ -50,7 +61,7 @@ extension EndUserFlows {
             throw AdminFailure.conflict(code: "handle_taken", message: "a user with this handle exists in this app")
         }
         do {
-            try await storeInvite(app: app, invitee: invitee, senderHandle: "superuser", senderUserId: "superuser",
+            try await store(app: app, invitee: invitee, senderHandle: "superuser", senderUserId: "superuser",
                                   metadata: metadata, locale: locale, actor: actor)
         } catch EndUserError.handleAlreadyRegistered {
             throw AdminFailure.conflict(code: "conflict", message: "another request invited this handle at the same time")
@@ -64,7 +75,7 @@ extension EndUserFlows {
     /// maxCodeAttempts wrong guesses), inviting again never changes it (senderUserId, metadata,
     /// attempts): it re-sends the same code within the handle's e-mail quota. A dead invite is closed
     /// and replaced by a new one with a new code.
-    func storeInvite(
+    func store(
         app: App, invitee: String, senderHandle: String, senderUserId: String, metadata: [String: JSONValue],
         locale: String, actor: String
     ) async throws {
@@ -74,31 +85,31 @@ extension EndUserFlows {
                     db, .invites, appRef: app.ref, handle: invitee, sender: senderHandle, logger: logger).first
                 let code: String
                 let mailLocale: String
-                if let pending, isLive(pending), let sealed = pending.codeSealed,
+                if let pending, pendingPolicy.isLive(pending), let sealed = pending.codeSealed,
                     let existing = try? box.openString(sealed, purpose: .inviteCode(pending.id))
                 {
                     code = existing
                     mailLocale = pending.locale
-                    guard try await takeCodeMail(db, app: app, handle: invitee) else {
-                        try await audit(db, app: app, handle: actor, action: "invite", status: "error",
+                    guard try await pendingPolicy.takeCodeMail(db, app: app, handle: invitee) else {
+                        try await audit.record(db, app: app, handle: actor, action: "invite", status: "error",
                                         detail: ["invitee": .string(invitee), "reason": .string("re-send quota used up")])
                         return
                     }
                 } else {
-                    guard try await takeCodeMail(db, app: app, handle: invitee) else { throw EndUserError.rateLimited }
+                    guard try await pendingPolicy.takeCodeMail(db, app: app, handle: invitee) else { throw EndUserError.rateLimited }
                     if let pending { try await PendingStore.markExpired(db, .invites, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
                     mailLocale = locale
                     let id = UUID()
                     try await PendingStore.insertInvite(
                         db, id: id, appRef: app.ref, handle: invitee, senderHandle: senderHandle, senderUserId: senderUserId,
-                        codeSealed: try sealCode(code, purpose: .inviteCode(id)), metadata: metadata, locale: locale,
-                        lifetimeSeconds: settings.inviteCodeLifetime, logger: logger)
+                        codeSealed: try codes.seal(code, purpose: .inviteCode(id)), metadata: metadata, locale: locale,
+                        lifetimeSeconds: inviteCodeLifetime, logger: logger)
                 }
                 try await outbox.email(
                     db, app: app, template: "invite", locale: mailLocale, to: invitee, values: ["HANDLE": invitee, "CODE": code],
                     logger: logger)
-                try await audit(db, app: app, handle: actor, action: "invite", detail: ["invitee": .string(invitee)])
+                try await audit.record(db, app: app, handle: actor, action: "invite", detail: ["invitee": .string(invitee)])
                 try await Events.record(db, app: app, type: .inviteSent, userId: nil, data: ["handle": .string(invitee), "senderHandle": .string(senderHandle)], logger: logger)
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
@@ -106,5 +117,21 @@ extension EndUserFlows {
             // e-mail stand, as a re-send would leave them.
             return
         }
+    }
+}
+
+extension EndUserFlows {
+    public func invite(caller: AuthenticatedCaller, fields: Fields) async throws {
+        try await inviteStep.run(caller: caller, fields: fields)
+    }
+
+    public func adminInvite(app: App, input: [String: JSONValue], actor: String) async throws -> String {
+        try await inviteStep.runAdmin(app: app, input: input, actor: actor)
+    }
+
+    private var inviteStep: Invite {
+        Invite(
+            client: client, box: box, codes: codes, pendingPolicy: pendingPolicy, outbox: outbox, audit: userAudit,
+            inviteCodeLifetime: settings.inviteCodeLifetime, logger: logger)
     }
 }

@@ -1,21 +1,32 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST register`: an invitee redeems the code with a password.
 
-extension EndUserFlows {
+/// `POST register` (<doc:EndUserAPI> §5.9): accept an invite with its code; the invite's metadata is merged over the
+/// user's (invite values win).
+struct Register: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let codes: CodeChallenge
+    let pendingPolicy: PendingPolicy
+    let accounts: Accounts
+    let outbox: Outbox
+    let audit: UserAudit
+    let grant: TokenGrant
+    let logger: Logger
+
     private enum InviteCheck {
         case ok(User, PendingStore.Pending)
         case failed(EndUserError)
     }
 
-    /// `POST register` (<doc:EndUserAPI> §5.9): accept an invite with its code; the invite's metadata is merged over the
-    /// user's (invite values win).
-    public func register(app: App, fields: Fields) async throws -> IssuedTokens {
+    func run(app: App, fields: Fields) async throws -> IssuedTokens {
         let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
         let rawCode = try fields.require("code")
-        try requireActive(app)
+        try Gates.requireActive(app)
         guard app.settings.invitationEnabled else { throw EndUserError.invitationDisabled }
         let md5 = try Input.md5(password)
         let code = try Input.code(rawCode)
@@ -29,17 +40,17 @@ extension EndUserFlows {
                 }
                 return .failed(.invalidData)
             }
-            let live = pending.filter(isLive)
+            let live = pending.filter(pendingPolicy.isLive)
             guard !live.isEmpty else { return .failed(.invalidData) }
             // Compare with every live invite (constant time each); a wrong guess counts against all of
             // the handle's pending invites, so several senders do not multiply the guesses.
             var matched: PendingStore.Pending?
-            for candidate in live where codeMatches(code, sealed: candidate.codeSealed, purpose: .inviteCode(candidate.id)) {
+            for candidate in live where codes.matches(code, sealed: candidate.codeSealed, purpose: .inviteCode(candidate.id)) {
                 matched = candidate
             }
             guard let invite = matched else {
                 try await PendingStore.countFailedInviteCode(db, appRef: app.ref, handle: handle, logger: logger)
-                try await audit(db, app: app, handle: handle, action: "register", status: "error", detail: ["reason": .string("wrong code")])
+                try await audit.record(db, app: app, handle: handle, action: "register", status: "error", detail: ["reason": .string("wrong code")])
                 return .failed(.invalidData)
             }
             guard app.settings.locales.contains(locale) else { return .failed(.invalidData) }
@@ -55,21 +66,30 @@ extension EndUserFlows {
             }
             // bcrypt only once the code matched, so wrong guesses cost no hashing thread.
             let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
-            let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
+            let user = try await accounts.insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: merged)
             try await PendingStore.markVerified(db, .invites, id: invite.id, logger: logger)
             try await PendingStore.closeOtherInvites(db, appRef: app.ref, handle: handle, keep: invite.id, logger: logger)
             try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
-            try await audit(db, app: app, handle: handle, action: "register")
+            try await audit.record(db, app: app, handle: handle, action: "register")
             try await Events.record(db, app: app, type: .inviteAccepted, user: user, data: ["senderHandle": invite.senderHandle.map { .string($0) } ?? .null], logger: logger)
             return .ok(user, invite)
         }
         switch check {
         case .failed(let error): throw error
         case .ok(let user, let invite):
-            var issued = try await issueTokens(app: app, user: user, method: .register)
-            issued.signedUserToken = try await signedUserToken(
+            var issued = try await grant.issueTokens(app: app, user: user, method: .register)
+            issued.signedUserToken = try await grant.signedUserToken(
                 app: app, user: user, code: code, senderHandle: invite.senderHandle, senderUserId: invite.senderUserId)
             return issued
         }
+    }
+}
+
+extension EndUserFlows {
+    public func register(app: App, fields: Fields) async throws -> IssuedTokens {
+        try await Register(
+            client: client, hasher: hasher, codes: codes, pendingPolicy: pendingPolicy, accounts: accounts, outbox: outbox,
+            audit: userAudit, grant: grant, logger: logger)
+            .run(app: app, fields: fields)
     }
 }

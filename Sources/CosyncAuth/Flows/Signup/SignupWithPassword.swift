@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST signup`: a new account with a password, at once or after an e-mailed code.
@@ -12,12 +13,24 @@ public enum SignupOutcome: Sendable, Equatable {
 /// A concurrent request changed the pending row between our first look and the transaction.
 struct PendingRaced: Error {}
 
-extension EndUserFlows {
-    /// `POST signup` (<doc:EndUserAPI> §5.5, §6.1).
-    public func signup(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
+/// `POST signup` (<doc:EndUserAPI> §5.5, §6.1).
+struct SignupWithPassword: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let outbox: Outbox
+    let box: SecretBox
+    let codes: CodeChallenge
+    let pendingPolicy: PendingPolicy
+    let accounts: Accounts
+    let audit: UserAudit
+    let grant: TokenGrant
+    let signupCodeLifetime: Int
+    let logger: Logger
+
+    func run(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
         let handle = Identifiers.handle(try fields.require("handle"))
         let password = try fields.require("password")
-        try requireActive(app)
+        try Gates.requireActive(app)
         guard app.settings.signupEnabled else { throw EndUserError.signupDisabled }
         // While this app's bcrypt queue is full, turn the signup away before any database work.
         try hasher.scheduler.precheck(tenant: String(app.ref))
@@ -34,12 +47,12 @@ extension EndUserFlows {
         if app.settings.signupFlow == .none {
             let hash = try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
             let user: User = try await client.transaction(logger: logger) { db in
-                let user = try await insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: metadata)
+                let user = try await accounts.insertUser(db, app: app, handle: handle, passwordHash: hash, locale: locale, metadata: metadata)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
-                try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string("none")])
+                try await audit.record(db, app: app, handle: handle, action: "signup", detail: ["flow": .string("none")])
                 return user
             }
-            return .tokens(try await issueTokens(app: app, user: user, method: .signup, jwtFailure: .invalidData))
+            return .tokens(try await grant.issueTokens(app: app, user: user, method: .signup, jwtFailure: .invalidData))
         }
 
         // A live pending signup (unexpired, fewer than maxCodeAttempts wrong guesses) is never changed
@@ -49,37 +62,37 @@ extension EndUserFlows {
         let flow = app.settings.signupFlow
         let live = try await client.withConnection {
             try await PendingStore.pending($0, .signups, appRef: app.ref, handle: handle, lock: false, logger: logger)
-        }.map { isLive($0) } ?? false
+        }.map { pendingPolicy.isLive($0) } ?? false
         let hash = live ? nil : try await hasher.hash(md5Hex: md5, tenant: String(app.ref))
         do {
             try await client.transaction(logger: logger) { db in
                 let pending = try await PendingStore.pending(db, .signups, appRef: app.ref, handle: handle, logger: logger)
                 let code: String
-                if let pending, isLive(pending), let sealed = pending.codeSealed,
+                if let pending, pendingPolicy.isLive(pending), let sealed = pending.codeSealed,
                     let existing = try? box.openString(sealed, purpose: .signupCode(pending.id))
                 {
                     code = existing
-                    guard try await takeCodeMail(db, app: app, handle: handle) else {
-                        try await audit(db, app: app, handle: handle, action: "signup", status: "error", detail: ["reason": .string("re-send quota used up")])
+                    guard try await pendingPolicy.takeCodeMail(db, app: app, handle: handle) else {
+                        try await audit.record(db, app: app, handle: handle, action: "signup", status: "error", detail: ["reason": .string("re-send quota used up")])
                         return
                     }
-                    try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue), "resent": .bool(true)])
+                    try await audit.record(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue), "resent": .bool(true)])
                 } else {
                     // A new signup replaces a dead one; a concurrent request may have made a live one
                     // after our first look (then `hash` is nil): that one stands.
                     guard let hash else { throw PendingRaced() }
-                    guard try await takeCodeMail(db, app: app, handle: handle) else { throw EndUserError.rateLimited }
+                    guard try await pendingPolicy.takeCodeMail(db, app: app, handle: handle) else { throw EndUserError.rateLimited }
                     if let pending { try await PendingStore.markExpired(db, .signups, id: pending.id, logger: logger) }
                     code = Secrets.numericCode()
                     let id = UUID()
                     try await PendingStore.insertSignup(
                         db, id: id, appRef: app.ref, handle: handle, passwordHash: hash,
-                        codeSealed: try sealCode(code, purpose: .signupCode(id)), metadata: metadata, locale: locale,
-                        lifetimeSeconds: settings.signupCodeLifetime, logger: logger)
-                    try await audit(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
+                        codeSealed: try codes.seal(code, purpose: .signupCode(id)), metadata: metadata, locale: locale,
+                        lifetimeSeconds: signupCodeLifetime, logger: logger)
+                    try await audit.record(db, app: app, handle: handle, action: "signup", detail: ["flow": .string(flow.rawValue)])
                     try await Events.record(db, app: app, type: .signupPending, userId: nil, data: ["handle": .string(handle)], logger: logger)
                 }
-                let mailLocale = pending.flatMap { isLive($0) ? $0.locale : nil } ?? locale
+                let mailLocale = pending.flatMap { pendingPolicy.isLive($0) ? $0.locale : nil } ?? locale
                 if flow == .code {
                     try await outbox.email(
                         db, app: app, template: "signUp", locale: mailLocale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
@@ -100,23 +113,20 @@ extension EndUserFlows {
         return .codeSent
     }
 
-    /// A pending signup or invite whose code can still complete it.
-    func isLive(_ pending: PendingStore.Pending) -> Bool {
-        pending.attempts < settings.maxCodeAttempts && pending.expiresAt > Date() && pending.codeSealed != nil
-    }
-
-    /// One signup or invite e-mail of a handle (new code or re-send), within `codeMailsPerHandlePerHour`.
-    func takeCodeMail(_ db: PostgresConnection, app: App, handle: String) async throws -> Bool {
-        try await ThrottleStore.take(
-            db, appRef: app.ref, subject: "code-mail:\(handle)", limit: settings.codeMailsPerHandlePerHour, windowSeconds: 3600,
-            logger: logger)
-    }
-
     /// `<public URL>/api/appuser/completeSignup?appToken=…&handle=…&code=…`, every value percent-encoded.
     func signupLink(app: App, handle: String, code: String, appToken: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         func enc(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s }
         return "\(outbox.publicURL)/api/appuser/completeSignup?appToken=\(enc(appToken))&handle=\(enc(handle))&code=\(enc(code))"
+    }
+}
+
+extension EndUserFlows {
+    public func signup(app: App, fields: Fields, presentedAppToken: String) async throws -> SignupOutcome {
+        try await SignupWithPassword(
+            client: client, hasher: hasher, outbox: outbox, box: box, codes: codes, pendingPolicy: pendingPolicy, accounts: accounts,
+            audit: userAudit, grant: grant, signupCodeLifetime: settings.signupCodeLifetime, logger: logger)
+            .run(app: app, fields: fields, presentedAppToken: presentedAppToken)
     }
 }
