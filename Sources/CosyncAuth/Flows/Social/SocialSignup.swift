@@ -1,21 +1,29 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // `POST socialSignup` / `appleSignup` / `googleSignup`.
 
-extension EndUserFlows {
-    /// `POST socialSignup` (<doc:EndUserAPI> §5.11), also `appleSignup` / `googleSignup` (<doc:EndUserAPI> §5.25). Like legacy it does
-    /// not check `signupEnabled`.
-    public func socialSignup(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
+/// `POST socialSignup` (<doc:EndUserAPI> §5.11), also `appleSignup` / `googleSignup` (<doc:EndUserAPI> §5.25). Like legacy it does
+/// not check `signupEnabled`.
+struct SocialSignup: Sendable {
+    let client: PostgresClient
+    let identities: SocialIdentities
+    let outbox: Outbox
+    let audit: UserAudit
+    let grant: TokenGrant
+    let logger: Logger
+
+    func run(app: App, fields: Fields, provider implied: SocialProvider?) async throws -> IssuedTokens {
         let token = try fields.require("token")
-        let provider = try Self.provider(fields, implied: implied)
+        let provider = try SocialIdentities.provider(fields, implied: implied)
         let handle = Identifiers.handle(try fields.require("handle"))
-        let audiences = try Self.audiences(app, provider)
-        try requireActive(app)
+        let audiences = try SocialIdentities.audiences(app, provider)
+        try Gates.requireActive(app)
         if let existing = try await client.withConnection({
             try await UserStore.user($0, appRef: app.ref, handle: handle, logger: logger)
         }) {
-            throw Self.accountExists(existing)
+            throw SocialIdentities.accountExists(existing)
         }
         guard Identifiers.normalizedHandle(handle) != nil else { throw EndUserError.invalidData }
         let locale = (fields["locale"] ?? Locales.defaultLocale).uppercased()
@@ -28,7 +36,7 @@ extension EndUserFlows {
             }
         }
         let metadata: [String: JSONValue]? = app.settings.metaData.isEmpty ? nil : try Metadata.filter(input, fields: app.settings.metaData)
-        let identity = try await verifySocial(token, provider, audiences: audiences)
+        let identity = try await identities.verify(token, provider, audiences: audiences)
         guard let email = identity.email, email == handle else { throw EndUserError.invalidSocialToken }
         let user: User
         do {
@@ -38,7 +46,7 @@ extension EndUserFlows {
                 try await IdentityStore.insert(
                     db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: handle, logger: logger)
                 try await outbox.email(db, app: app, template: "signUpSuccess", locale: locale, to: handle, values: ["HANDLE": handle], logger: logger)
-                try await audit(db, app: app, handle: handle, action: "socialSignup", detail: ["provider": .string(provider.rawValue)])
+                try await audit.record(db, app: app, handle: handle, action: "socialSignup", detail: ["provider": .string(provider.rawValue)])
                 return user
             }
         } catch let error as PSQLError where error.uniqueViolationConstraint != nil {
@@ -47,8 +55,15 @@ extension EndUserFlows {
                 try await SocialAccounts.match(
                     $0, appRef: app.ref, provider: provider, email: handle, subject: identity.subject, logger: logger)
             }
-            throw existing.map { Self.accountExists($0.user) } ?? EndUserError.handleAlreadyRegistered
+            throw existing.map { SocialIdentities.accountExists($0.user) } ?? EndUserError.handleAlreadyRegistered
         }
-        return try await issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google, jwtFailure: .invalidData)
+        return try await grant.issueTokens(app: app, user: user, method: provider == .apple ? .apple : .google, jwtFailure: .invalidData)
+    }
+}
+
+extension EndUserFlows {
+    public func socialSignup(app: App, fields: Fields, provider implied: SocialProvider? = nil) async throws -> IssuedTokens {
+        try await SocialSignup(client: client, identities: socialIdentities, outbox: outbox, audit: userAudit, grant: grant, logger: logger)
+            .run(app: app, fields: fields, provider: implied)
     }
 }

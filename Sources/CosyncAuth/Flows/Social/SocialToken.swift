@@ -1,9 +1,18 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // What social login and signup share: the provider, its audiences, and the token check.
 
-extension EndUserFlows {
+/// The provider accounts of end users, as a small type the social steps declare: which provider a request
+/// names, the app's audiences, the token check, and the linking rule. The AppKey flows, the admin API and
+/// deleteAccount reach it through the `EndUserFlows` forwarders below.
+struct SocialIdentities: Sendable {
+    let client: PostgresClient
+    let social: SocialTokenVerifier
+    let audit: UserAudit
+    let logger: Logger
+
     /// The provider named by the body (`apple` | `google`, else `invalidData`) or implied by an alias path.
     static func provider(_ fields: Fields, implied: SocialProvider?) throws(EndUserError) -> SocialProvider {
         if let implied { return implied }
@@ -32,7 +41,7 @@ extension EndUserFlows {
         }
     }
 
-    func verifySocial(_ token: String, _ provider: SocialProvider, audiences: [String]) async throws -> SocialIdentity {
+    func verify(_ token: String, _ provider: SocialProvider, audiences: [String]) async throws -> SocialIdentity {
         guard let identity = await social.verify(token, provider: provider, audiences: audiences) else {
             throw EndUserError.invalidSocialToken
         }
@@ -59,7 +68,7 @@ extension EndUserFlows {
                 try await IdentityStore.insert(
                     db, appRef: app.ref, userId: user.id, kind: IdentityKind(provider), subject: identity.subject, email: identity.email,
                     logger: logger)
-                try await audit(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue), "by": .string("email")])
+                try await audit.record(db, app: app, handle: user.handle, action: "identity.link", detail: ["kind": .string(provider.rawValue), "by": .string("email")])
                 try await Events.record(db, app: app, type: .identityLinked, user: user, data: ["kind": .string(provider.rawValue)], logger: logger)
                 return true
             }
@@ -83,5 +92,26 @@ extension EndUserFlows {
             return .presented(provider == .apple ? .apple : .google, at: identity.issuedAt ?? .distantPast)
         }
         return nil
+    }
+}
+
+extension EndUserFlows {
+    var socialIdentities: SocialIdentities {
+        SocialIdentities(client: client, social: social, audit: userAudit, logger: logger)
+    }
+
+    /// `SocialIdentities.audiences`, for the AppKey flows and the admin API.
+    static func audiences(_ app: App, _ provider: SocialProvider, gate: Bool = true) throws(EndUserError) -> [String] {
+        try SocialIdentities.audiences(app, provider, gate: gate)
+    }
+
+    /// `SocialIdentities.linkByEmailOnce`, for the AppKey flows.
+    func linkByEmailOnce(app: App, user: User, provider: SocialProvider, identity: SocialIdentity) async throws -> Bool {
+        try await socialIdentities.linkByEmailOnce(app: app, user: user, provider: provider, identity: identity)
+    }
+
+    /// `SocialIdentities.verifyOwnSocialToken`, for deleteAccount.
+    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> AuthProof? {
+        try await socialIdentities.verifyOwnSocialToken(app: app, user: user, token: token)
     }
 }
