@@ -45,36 +45,36 @@ struct AppKeyRoutes {
                 .group(context: AppKeyCallerContext.self)
         }
 
-        byApp(gates: false, readsBody: false).get("app") { _, c in JSONBody.response(try await f.getApp(app: c.app, appToken: c.credentials.appToken)) }
+        byApp(gates: false, readsBody: false).get("app") { _, c in JSONBody.response(try await f.getApp(app: c.app, appToken: c.credentials.appToken).json()) }
         let app = byApp()
-        app.post("signup") { _, c in JSONBody.response(try await f.signup(app: c.app, fields: c.fields)) }
-        app.post("signupConfirm") { _, c in JSONBody.response(try await f.signupConfirm(app: c.app, fields: c.fields)) }
-        app.post("login") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields)) }
-        app.post("loginComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields)) }
-        app.post("loginAnonymous") { _, c in JSONBody.response(try await f.loginAnonymous(app: c.app, fields: c.fields)) }
-        app.post("loginAnonymousComplete") { _, c in JSONBody.response(try await f.loginAnonymousComplete(app: c.app, fields: c.fields)) }
-        app.post("verify") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields, verify: true)) }
-        app.post("verifyComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields, verify: true)) }
-        app.post("socialSignup") { _, c in JSONBody.response(try await f.socialSignup(app: c.app, fields: c.fields)) }
-        app.post("socialLogin") { _, c in JSONBody.response(try await f.socialLogin(app: c.app, fields: c.fields)) }
+        app.post("signup") { _, c in JSONBody.response(try await f.signup(app: c.app, fields: c.fields).json()) }
+        app.post("signupConfirm") { _, c in JSONBody.response(try await f.signupConfirm(app: c.app, fields: c.fields).json()) }
+        app.post("login") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields).json()) }
+        app.post("loginComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields).json()) }
+        app.post("loginAnonymous") { _, c in JSONBody.response(try await f.loginAnonymous(app: c.app, fields: c.fields).json()) }
+        app.post("loginAnonymousComplete") { _, c in JSONBody.response(try await f.loginAnonymousComplete(app: c.app, fields: c.fields).json()) }
+        app.post("verify") { _, c in JSONBody.response(try await f.login(app: c.app, fields: c.fields, verify: true).json()) }
+        app.post("verifyComplete") { _, c in JSONBody.response(try await f.loginComplete(app: c.app, fields: c.fields, verify: true).json()) }
+        app.post("socialSignup") { _, c in JSONBody.response(try await f.socialSignup(app: c.app, fields: c.fields).json()) }
+        app.post("socialLogin") { _, c in JSONBody.response(try await f.socialLogin(app: c.app, fields: c.fields).json()) }
         // The access token that may come along is verified now and judged by the flow after the social token.
         byApp(presentedAccess: true).post("verifySocialAccount") { _, c in
-            JSONBody.response(try await f.verifySocialAccount(app: c.app, access: c.presentedAccess, fields: c.fields))
+            JSONBody.response(try await f.verifySocialAccount(app: c.app, access: c.presentedAccess, fields: c.fields).json())
         }
         api.group().add(middleware: AppKeyEdge(credential: .signup, resolver: resolver)).group(context: AppKeySignupContext.self)
-            .post("signupComplete") { _, c in JSONBody.response(try await f.signupComplete(token: c.signup, fields: c.fields)) }
+            .post("signupComplete") { _, c in JSONBody.response(try await f.signupComplete(token: c.signup, fields: c.fields).json()) }
 
-        byCaller(readsBody: false).get("user") { _, c in JSONBody.response(try await f.getUser(caller: c.caller)) }
+        byCaller(readsBody: false).get("user") { _, c in JSONBody.response(try await f.getUser(caller: c.caller).json()) }
         let user = byCaller()
         user.post("setLocale") { _, c in try await f.setLocale(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
         user.post("setUserName") { _, c in try await f.setUserName(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
         user.post("deleteAccount") { _, c in try await f.deleteAccount(caller: c.caller); return EndUserRoutes.trueBody() }
         user.post("updateProfile") { _, c in try await f.updateProfile(caller: c.caller, fields: c.fields); return EndUserRoutes.trueBody() }
-        user.post("updatePasskey") { _, c in JSONBody.response(try await f.updatePasskey(caller: c.caller, fields: c.fields)) }
-        user.post("removePasskey") { _, c in JSONBody.response(try await f.removePasskey(caller: c.caller, fields: c.fields)) }
+        user.post("updatePasskey") { _, c in JSONBody.response(try await f.updatePasskey(caller: c.caller, fields: c.fields).json()) }
+        user.post("removePasskey") { _, c in JSONBody.response(try await f.removePasskey(caller: c.caller, fields: c.fields).json()) }
         let userOrReset = byCaller(allowReset: true)
-        userOrReset.post("addPasskey") { _, c in JSONBody.response(try await f.addPasskey(caller: c.caller)) }
-        userOrReset.post("addPasskeyComplete") { _, c in JSONBody.response(try await f.addPasskeyComplete(caller: c.caller, fields: c.fields)) }
+        userOrReset.post("addPasskey") { _, c in JSONBody.response(try await f.addPasskey(caller: c.caller).json()) }
+        userOrReset.post("addPasskeyComplete") { _, c in JSONBody.response(try await f.addPasskeyComplete(caller: c.caller, fields: c.fields).json()) }
         // The query is checked before the caller.
         api.group().add(middleware: AppKeyEdge(credential: .caller(allowReset: false), resolver: resolver, readsBody: false))
             .group(context: AppKeyDeferredCallerContext.self)

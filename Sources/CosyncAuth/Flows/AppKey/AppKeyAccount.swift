@@ -4,33 +4,18 @@ import PostgresNIO
 extension AppKeyFlows {
     /// K1 `GET app`: the app's public settings (<doc:AppKeyAPI> §2.1). Answers for a migrated app too: the app
     /// is resolved with the status gates off. `appToken` is the app token the caller presented, if any.
-    public func getApp(app: App, appToken: String?) async throws -> [String: JSONValue] {
+    public func getApp(app: App, appToken: String?) async throws -> AppKeyAppDescription {
         guard app.status != .suspended else { throw AppKeyError.appSuspended }
         let view = try await flows.apps.view(appId: app.appId)
-        let s = app.settings
         let first: (String) -> String? = { list in list.split(separator: ",").first.map { String($0) } }
-        var object: [String: JSONValue] = [
-            "appId": .string(app.appId), "displayAppId": .string(Self.displayAppId(app)), "name": .string(app.name),
-            "userId": .string(""), "status": .string(app.status.legacyName),
-            "handleType": .string(s.handleType.rawValue), "emailExtension": .bool(s.emailExtension),
-            "appPublicKey": .string(view.rawPublicKey ?? ""), "signup": .string(s.signupEnabled ? "open" : "invite"),
-            "anonymousLoginEnabled": .bool(s.anonymousLoginEnabled), "userNamesEnabled": .bool(s.userNamesEnabled),
-            "googleLoginEnabled": .bool(s.googleLoginEnabled), "appleLoginEnabled": .bool(s.appleLoginEnabled),
-            "firebaseLoginEnabled": .bool(false), "userJWTExpiration": .int(s.userJWTExpiration),
-            "locales": .array(s.locales.map { .string($0) }), "smsExtension": .bool(false),
-            "createdAt": .string(ISO8601.milliseconds(app.createdAt)), "updatedAt": .string(ISO8601.milliseconds(app.updatedAt)),
-        ]
-        // The app's own token, only when the caller presented it.
-        object["appToken"] = .string(appToken ?? "")
-        if let id = first(s.googleClientId) { object["googleClientId"] = .string(id) }
-        if let id = first(s.appleBundleId) { object["appleBundleId"] = .string(id) }
-        if !s.rpId.isEmpty { object["relyPartyId"] = .string(s.rpId) }
-        return object
+        return AppKeyAppDescription(
+            app: app, displayAppId: Self.displayAppId(app), publicKey: view.rawPublicKey, appToken: appToken,
+            googleClientId: first(app.settings.googleClientId), appleBundleId: first(app.settings.appleBundleId))
     }
 
     /// K2 `GET user`.
-    public func getUser(caller: AppKeyCaller) async throws -> [String: JSONValue] {
-        return try await userBody(app: caller.app, user: caller.user, accessToken: caller.accessToken)
+    public func getUser(caller: AppKeyCaller) async throws -> AppKeyUserResult {
+        try await userResult(app: caller.app, user: caller.user, accessToken: caller.accessToken)
     }
 
     /// K12 `POST setLocale`.

@@ -11,7 +11,7 @@ extension AppKeyFlows {
     }
 
     /// K8 `POST loginAnonymous`: creation options for a new anonymous account.
-    public func loginAnonymous(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func loginAnonymous(app: App, fields: AppKeyFields) async throws -> PasskeyCreationOptions {
         let raw = try fields.require("handle")
         guard app.settings.anonymousLoginEnabled else { throw AppKeyError.anonymousNotSupported }
         let handle = try Self.anonymousHandle(raw)
@@ -34,7 +34,7 @@ extension AppKeyFlows {
     }
 
     /// K9 `POST loginAnonymousComplete`: verifies the passkey and creates the anonymous account.
-    public func loginAnonymousComplete(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func loginAnonymousComplete(app: App, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let raw = try fields.require("handle")
         _ = try fields.require("id")
         _ = try fields.response()
@@ -55,6 +55,6 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: handle, action: "loginAnonymousComplete")
             return (user, access)
         }
-        return try await userBody(app: app, user: user, accessToken: access)
+        return try await userResult(app: app, user: user, accessToken: access)
     }
 }

@@ -28,7 +28,8 @@ public struct AppKeyFlowSettings: Sendable {
 
 /// The AppKey end-user flows (<doc:AppKeyAPI> §4). Each method takes the resolved app or caller
 /// (`AppKeyResolver` turns the request's credentials into them first) and the decoded fields of one
-/// request, and returns the JSON to answer, or throws an `AppKeyError`. None knows about HTTP.
+/// request, and returns a typed result (AppKeyResults.swift), or throws an `AppKeyError`. None knows
+/// about HTTP or the JSON of the wire.
 public struct AppKeyFlows: Sendable {
     public let flows: EndUserFlows
     public let settings: AppKeyFlowSettings
@@ -41,57 +42,22 @@ public struct AppKeyFlows: Sendable {
         self.settings = settings
     }
 
-    // MARK: the user body (<doc:AppKeyAPI> §2.3, §2.4)
+    // MARK: the user answer (<doc:AppKeyAPI> §2.3, §2.4)
 
-    /// The user object, with the session keys: `access-token` (when given) and a freshly signed `jwt`.
-    func userBody(app: App, user: User, accessToken: String?, withJWT: Bool = true, extra: [String: JSONValue] = [:]) async throws
-        -> [String: JSONValue]
-    {
+    /// The user with its profile and passkeys, and the session keys: `accessToken` (when given) and,
+    /// with `withJWT`, a freshly signed JWT.
+    func userResult(app: App, user: User, accessToken: String?, withJWT: Bool = true, valid: Bool? = nil) async throws -> AppKeyUserResult {
         let (profile, passkeys) = try await client.withConnection { db in
             (try await PasskeyStore.profile(db, userId: user.id, logger: logger),
              try await PasskeyStore.list(db, appRef: app.ref, userId: user.id, logger: logger))
         }
-        var body = Self.userObject(app: app, user: user, profile: profile, passkeys: passkeys)
-        if let accessToken { body["access-token"] = .string(accessToken) }
-        if withJWT { body["jwt"] = .string(try await userJWT(app: app, user: user)) }
-        for (key, value) in extra { body[key] = value }
-        return body
+        var jwt: String?
+        if withJWT { jwt = try await userJWT(app: app, user: user) }
+        return AppKeyUserResult(
+            appId: app.appId, user: user, profile: profile, passkeys: passkeys, accessToken: accessToken, jwt: jwt, valid: valid)
     }
 
     static func loginProvider(_ user: User) -> String { user.loginProvider.isEmpty ? "handle" : user.loginProvider }
-
-    static func userObject(app: App, user: User, profile: AppKeyProfile?, passkeys: [Passkey]) -> [String: JSONValue] {
-        let displayName: String = {
-            if let name = profile?.displayName, !name.isEmpty { return name }
-            let joined = [profile?.firstName, profile?.lastName].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
-            return joined.isEmpty ? user.handle : joined
-        }()
-        var object: [String: JSONValue] = [
-            "appUserId": .string(AppKeyIds.wire(user.id)), "appId": .string(app.appId), "handle": .string(user.handle),
-            "displayName": .string(displayName), "status": .string(user.status.rawValue), "loginProvider": .string(loginProvider(user)),
-            "authenticators": .array(passkeys.map { .object(passkeyObject($0)) }), "locale": .string(user.locale),
-            "isAnonymous": .bool(profile?.isAnonymous ?? false),
-            "createdAt": .string(ISO8601.milliseconds(user.createdAt)), "updatedAt": .string(ISO8601.milliseconds(user.updatedAt)),
-        ]
-        if let name = user.userName { object["userName"] = .string(name) }
-        if let last = user.lastLogin { object["lastLogin"] = .string(ISO8601.milliseconds(last)) }
-        if let first = profile?.firstName { object["firstName"] = .string(first) }
-        if let last = profile?.lastName { object["lastName"] = .string(last) }
-        return object
-    }
-
-    /// An `AKPasskey` (<doc:AppKeyAPI> §2.2).
-    static func passkeyObject(_ p: Passkey) -> [String: JSONValue] {
-        [
-            "id": .string(Base64URL.encode(p.credentialId)), "publicKey": .string(Base64URL.encode(p.publicKeyCOSE)),
-            "counter": .int(Int(p.signCount)), "deviceType": .string(p.backupEligible ? "multiDevice" : "singleDevice"),
-            "credentialBackedUp": .bool(p.backupState), "name": .string(p.name), "platform": .string(p.platform),
-            "lastUsed": .string(ISO8601.milliseconds(p.lastUsedAt ?? p.createdAt)), "createdAt": .string(ISO8601.milliseconds(p.createdAt)),
-            "updatedAt": .string(ISO8601.milliseconds(p.updatedAt)), "type": .string("public-key"),
-            "transports": .string(p.transports.joined(separator: ",")), "algorithm": .int(p.algorithm),
-            "attestationFormat": .string(p.format), "cloneSuspected": .bool(p.cloneSuspected),
-        ]
-    }
 
     /// The user JWT (<doc:AppKeyAPI> §2.7): RS256 with the app's key, as for CosyncAuth apps.
     func userJWT(app: App, user: User) async throws -> String {
@@ -190,33 +156,23 @@ public struct AppKeyFlows: Sendable {
         return "\(slug.isEmpty ? "app" : slug)-\(app.appId.prefix(8))"
     }
 
-    /// Creation options (<doc:AppKeyAPI> §2.5 AKSignupChallenge).
-    func creationOptions(app: App, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
-        -> [String: JSONValue]
-    {
-        let rp = try relyingParty(app)
-        let uv = app.settings.userVerification.rawValue
-        return [
-            "challenge": .string(challenge), "rp": .object(["name": .string(rpName(app)), "id": .string(rp.id)]),
-            "user": .object([
-                "id": .string(AppKeyIds.wire(userId)), "name": .string("\(handle)(\(Self.displayAppId(app)))"),
-                "displayName": .string(displayName), "handle": .string(handle),
-            ]),
-            "pubKeyCredParams": .array([-7, -257, -8].map { .object(["alg": .int($0), "type": .string("public-key")]) }),
-            "timeout": .int(settings.advertisedTimeout), "attestation": .string(app.settings.attestation == .none ? "none" : "direct"),
-            "excludeCredentials": .array(exclude.map { Self.descriptor($0) }),
-            "authenticatorSelection": .object([
-                "residentKey": .string("preferred"), "requireResidentKey": .bool(false), "userVerification": .string(uv),
-            ]),
-            "extensions": .object(["credProps": .bool(true)]),
-        ]
+    /// The user a ceremony names: its account name shows the app (`displayAppId`).
+    static func ceremonyUser(app: App, userId: UUID, handle: String, displayName: String) -> PasskeyUserEntity {
+        PasskeyUserEntity(id: userId, name: "\(handle)(\(displayAppId(app)))", displayName: displayName, handle: handle)
     }
 
-    static func descriptor(_ p: Passkey) -> JSONValue {
-        .object([
-            "id": .string(Base64URL.encode(p.credentialId)), "type": .string("public-key"),
-            "transports": .array((p.transports.isEmpty ? ["internal", "hybrid"] : p.transports).map { .string($0) }),
-        ])
+    /// Creation options (<doc:AppKeyAPI> §2.5 AKSignupChallenge): ES256, RS256, EdDSA; a discoverable
+    /// credential preferred; the credProps extension asked for.
+    func creationOptions(app: App, challenge: String, userId: UUID, handle: String, displayName: String, exclude: [Passkey]) throws(AppKeyError)
+        -> PasskeyCreationOptions
+    {
+        let rp = try relyingParty(app)
+        return PasskeyCreationOptions(
+            challenge: challenge, rpName: rpName(app), rpId: rp.id,
+            user: Self.ceremonyUser(app: app, userId: userId, handle: handle, displayName: displayName), algorithms: [-7, -257, -8],
+            timeout: settings.advertisedTimeout, attestation: app.settings.attestation == .none ? "none" : "direct",
+            excludeCredentials: exclude.map(PasskeyDescriptor.init), residentKey: "preferred", requireResidentKey: false,
+            userVerification: app.settings.userVerification.rawValue, credProps: true)
     }
 
     /// The challenge value of a response's clientDataJSON, canonical (base64url of its 32 bytes);

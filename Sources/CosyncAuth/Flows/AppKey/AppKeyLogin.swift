@@ -30,7 +30,7 @@ extension AppKeyFlows {
     }
 
     /// K6 `POST login` and K10 `POST verify`: request options for the user's passkeys.
-    public func login(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
+    public func login(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> PasskeyRequestOptions {
         let user = try await loginUser(try fields.require("handle"), app: app)
         let rp = try relyingParty(app)
         let challenge = Self.newChallenge()
@@ -45,23 +45,16 @@ extension AppKeyFlows {
                 lifetimeSeconds: app.settings.challengeLifetimeSeconds, logger: logger)
             return (profile, passkeys)
         }
-        var options: [String: JSONValue] = [
-            "rpId": .string(rp.id), "challenge": .string(challenge), "timeout": .int(settings.advertisedTimeout),
-            "userVerification": .string(app.settings.userVerification.rawValue),
-            "allowCredentials": .array(passkeys.map { Self.descriptor($0) }),
-            "user": .object([
-                "id": .string(AppKeyIds.wire(user.id)), "name": .string("\(user.handle)(\(Self.displayAppId(app)))"),
-                "displayName": .string(profile?.displayName ?? user.handle), "handle": .string(user.handle),
-            ]),
-        ]
-        // Present only when true (<doc:AppKeyAPI> §2.5): a client takes the reset branch whenever the key exists.
-        if profile?.requireAddPasskey ?? false { options["requireAddPasskey"] = .bool(true) }
-        return options
+        return PasskeyRequestOptions(
+            rpId: rp.id, challenge: challenge, timeout: settings.advertisedTimeout, userVerification: app.settings.userVerification.rawValue,
+            allowCredentials: passkeys.map(PasskeyDescriptor.init),
+            user: Self.ceremonyUser(app: app, userId: user.id, handle: user.handle, displayName: profile?.displayName ?? user.handle),
+            requireAddPasskey: profile?.requireAddPasskey ?? false)
     }
 
     /// K7 `POST loginComplete` and K11 `POST verifyComplete`: consumes the challenge, has the passkey
     /// method judge the assertion (`PasskeyMethod`), opens a session (`SessionGrant`).
-    public func loginComplete(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> [String: JSONValue] {
+    public func loginComplete(app: App, fields: AppKeyFields, verify: Bool = false) async throws -> AppKeyUserResult {
         let user = try await loginUser(try fields.require("handle"), app: app)
         let id = try fields.require("id")
         let response = try fields.response()
@@ -115,7 +108,7 @@ extension AppKeyFlows {
         switch outcome {
         case .ok(let access):
             let fresh = try await client.withConnection { try await UserStore.find($0, appRef: app.ref, id: user.id, logger: logger) } ?? user
-            return try await userBody(app: app, user: fresh, accessToken: access, extra: verify ? ["valid": .bool(true)] : [:])
+            return try await userResult(app: app, user: fresh, accessToken: access, valid: verify ? true : nil)
         case .failed(let message):
             try await client.transaction(logger: logger) { db in
                 try await audit(db, app: app, handle: user.handle, action: purpose.rawValue + "Complete", status: "error", detail: ["reason": .string(message)])

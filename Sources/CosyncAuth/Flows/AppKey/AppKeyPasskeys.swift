@@ -4,7 +4,7 @@ import PostgresNIO
 extension AppKeyFlows {
     /// K20 `POST addPasskey`: creation options for one more passkey of the signed-in user. Needs a
     /// fresh sign-in (E405) and room under the app's `passkeysPerUser` (E602).
-    public func addPasskey(caller: AppKeyCaller) async throws -> [String: JSONValue] {
+    public func addPasskey(caller: AppKeyCaller) async throws -> PasskeyCreationOptions {
         let app = caller.app, user = caller.user
         try StepUp.require(.addPasskey, proofs: [caller.proof], app: app, else: AppKeyError.freshSignInRequired)
         let challenge = Self.newChallenge()
@@ -26,7 +26,7 @@ extension AppKeyFlows {
     }
 
     /// K21 `POST addPasskeyComplete`: verifies and stores the new passkey.
-    public func addPasskeyComplete(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func addPasskeyComplete(caller: AppKeyCaller, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let app = caller.app, user = caller.user
         _ = try fields.require("id")
         _ = try fields.response()
@@ -54,8 +54,8 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: user.handle, action: "addPasskeyComplete", detail: ["reset": .bool(caller.resetId != nil)])
         }
         // After a reset the user signs in anew: no session keys (<doc:AppKeyAPI> K21).
-        if caller.resetId != nil { return try await userBody(app: app, user: user, accessToken: nil, withJWT: false) }
-        return try await userBody(app: app, user: user, accessToken: caller.accessToken)
+        if caller.resetId != nil { return try await userResult(app: app, user: user, accessToken: nil, withJWT: false) }
+        return try await userResult(app: app, user: user, accessToken: caller.accessToken)
     }
 
     /// The credential id of a `keyId` field (base64url or base64); malformed → E614.
@@ -66,7 +66,7 @@ extension AppKeyFlows {
     }
 
     /// K22 `POST updatePasskey`: renames a passkey (1–64 characters).
-    public func updatePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func updatePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
         let name = try fields.require("keyName")
@@ -81,16 +81,16 @@ extension AppKeyFlows {
             try await Events.record(
                 db, app: app, type: .passkeyRenamed, user: user, data: ["credentialId": .string(Base64URL.encode(credentialId))], logger: logger)
         }
-        return try await userBody(app: app, user: user, accessToken: caller.accessToken)
+        return try await userResult(app: app, user: user, accessToken: caller.accessToken)
     }
 
     /// K23 `POST removePasskey`: removes a passkey, never the user's last way to sign in (E602).
-    public func removePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func removePasskey(caller: AppKeyCaller, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let app = caller.app, user = caller.user
         let credentialId = try Self.keyId(fields)
         try StepUp.require(.removePasskey, proofs: [caller.proof], app: app, else: AppKeyError.freshSignInRequired)
         try await removePasskey(app: app, user: user, credentialId: credentialId, actor: "user")
-        return try await userBody(app: app, user: user, accessToken: caller.accessToken)
+        return try await userResult(app: app, user: user, accessToken: caller.accessToken)
     }
 
     /// Removes a passkey of a user unless it is the user's last way to sign in (the user row is

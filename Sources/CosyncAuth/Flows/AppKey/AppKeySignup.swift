@@ -27,7 +27,7 @@ extension AppKeyFlows {
     }
 
     /// K3 `POST signup`: creation options for a new account (no code yet).
-    public func signup(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func signup(app: App, fields: AppKeyFields) async throws -> PasskeyCreationOptions {
         let raw = try fields.require("handle")
         guard let names = try Self.names(fields, required: true) else { throw AppKeyError.missingParameter }
         let handle = try signupHandle(raw, app: app).text
@@ -90,7 +90,7 @@ extension AppKeyFlows {
     }
 
     /// K4 `POST signupConfirm`: verifies the new passkey, keeps the signup pending and sends its code.
-    public func signupConfirm(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func signupConfirm(app: App, fields: AppKeyFields) async throws -> AppKeyPendingSignup {
         let raw = try fields.require("handle")
         _ = try fields.require("id")
         _ = try fields.response()
@@ -135,15 +135,12 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: handle, action: "signupConfirm")
             try await Events.record(db, app: app, type: .signupPending, userId: nil, data: ["handle": .string(handle), "product": .string("appKey")], logger: logger)
         }
-        return [
-            "handle": .string(handle), "message": .string("A verification code was sent to \(handle)."), "signup-token": .string(token),
-            "signUpToken": .string(token),
-        ]
+        return AppKeyPendingSignup(handle: handle, signupToken: token)
     }
 
     /// K5 `POST signupComplete`: the code of the pending signup → the account, its passkey, a session.
     /// `token` is the request's signup-token, resolved (`AppKeyResolver.signup`).
-    public func signupComplete(token: AppKeySignupToken, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func signupComplete(token: AppKeySignupToken, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let app = token.app
         let code = try fields.require("code")
         guard let (_, signup) = try await client.withConnection({ try await PasskeyStore.signup($0, tokenHash: token.tokenHash, logger: logger) })
@@ -189,7 +186,7 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: user.handle, action: "signupComplete")
             return (user, access)
         }
-        return try await userBody(app: app, user: user, accessToken: accessToken)
+        return try await userResult(app: app, user: user, accessToken: accessToken)
     }
 
     /// Inserts an AppKey user (handle clash → 601/611/612) and records `user.created`.

@@ -19,7 +19,7 @@ extension AppKeyFlows {
     }
 
     /// K16 `POST socialSignup`.
-    public func socialSignup(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func socialSignup(app: App, fields: AppKeyFields) async throws -> AppKeyUserResult {
         _ = try fields.require("token")
         _ = try fields.require("provider")
         let locale = try locale(fields["locale"], app: app)
@@ -57,7 +57,7 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: handle, action: "socialSignup", detail: ["provider": .string(provider.rawValue)])
             return (user, access)
         }
-        return try await userBody(app: app, user: user, accessToken: access)
+        return try await userResult(app: app, user: user, accessToken: access)
     }
 
     /// The user of a verified social identity (<doc:AppKeyAPI> K17): the user it is an identity of (the
@@ -78,7 +78,7 @@ extension AppKeyFlows {
     }
 
     /// K17 `POST socialLogin`.
-    public func socialLogin(app: App, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func socialLogin(app: App, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let (provider, identity) = try await socialIdentity(app: app, fields: fields)
         let user = try await socialUser(app: app, provider: provider, identity: identity)
         let access = try await client.transaction(logger: logger) { db in
@@ -89,13 +89,13 @@ extension AppKeyFlows {
             try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, data: ["method": .string(provider.rawValue)], logger: logger)
             return access
         }
-        return try await userBody(app: app, user: user, accessToken: access)
+        return try await userResult(app: app, user: user, accessToken: access)
     }
 
     /// K18 `POST verifySocialAccount`: a fresh session for the owner of the social token. When an
     /// access token came too, it must be the same user's (else E405): `access` is that token, verified
     /// (`AppKeyResolver.presentedAccess`) and judged here, after the social token.
-    public func verifySocialAccount(app: App, access: AppKeyPresentedAccess, fields: AppKeyFields) async throws -> [String: JSONValue] {
+    public func verifySocialAccount(app: App, access: AppKeyPresentedAccess, fields: AppKeyFields) async throws -> AppKeyUserResult {
         let (provider, identity) = try await socialIdentity(app: app, fields: fields)
         let user = try await socialUser(app: app, provider: provider, identity: identity)
         switch access {
@@ -109,6 +109,6 @@ extension AppKeyFlows {
             try await audit(db, app: app, handle: user.handle, action: "verifySocialAccount", detail: ["provider": .string(provider.rawValue)])
             return access
         }
-        return try await userBody(app: app, user: user, accessToken: session)
+        return try await userResult(app: app, user: user, accessToken: session)
     }
 }
