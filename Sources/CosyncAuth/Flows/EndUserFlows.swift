@@ -105,33 +105,3 @@ public struct EndUserFlows: Sendable {
         self.grant = TokenGrant(client: client, tokens: tokens, sessions: sessions, logger: logger)
     }
 }
-
-// The shared pieces, for the steps and the AppKey flows that still call them on `EndUserFlows`.
-extension EndUserFlows {
-    func requireActive(_ app: App) throws(EndUserError) { try Gates.requireActive(app) }
-
-    func requireActiveUser(_ user: User) throws(EndUserError) { try Gates.requireActiveUser(user) }
-
-    @discardableResult
-    func lockCaller(_ db: PostgresConnection, app: App, userId: UUID) async throws -> User {
-        try await accounts.lockCaller(db, app: app, userId: userId)
-    }
-
-    func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
-        try await userAudit.record(db, app: app, handle: handle, action: action, status: status, detail: detail)
-    }
-
-    func audit(app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
-        await userAudit.record(app: app, handle: handle, action: action, status: status, detail: detail)
-    }
-
-    func takeAnonymousAccountQuota(_ db: PostgresConnection, app: App) async throws -> Bool {
-        try await accounts.takeAnonymousAccountQuota(db, app: app)
-    }
-
-    func insertUser(
-        _ db: PostgresConnection, app: App, handle: String, passwordHash: String?, locale: String, metadata: [String: JSONValue]
-    ) async throws -> User {
-        try await accounts.insertUser(db, app: app, handle: handle, passwordHash: passwordHash, locale: locale, metadata: metadata)
-    }
-}

@@ -200,7 +200,7 @@ extension UserAdministration {
         guard let token = input["idToken"]?.stringValue, !token.isEmpty, token.utf8.count <= 16_384 else {
             throw AdminFailure.invalid(FieldError("idToken", "required", "is required: the provider's identity token"))
         }
-        let audiences = try EndUserFlows.audiences(app, provider, gate: false)
+        let audiences = try SocialIdentities.audiences(app, provider, gate: false)
         guard !audiences.isEmpty, let social else {
             throw AdminFailure.invalid(FieldError("provider", "not_configured", "the app has no \(provider.rawValue) client id"))
         }

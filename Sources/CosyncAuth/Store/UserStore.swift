@@ -39,8 +39,8 @@ public enum UserStore {
         String(decoding: try JSONCoding.encode(JSONValue.object(metadata)), as: UTF8.self)
     }
 
-    /// Inserts a user row. Its first identity is the caller's: `UserWrites.insert` inserts both.
-    public static func insert(
+    /// Inserts a user row, without its first identity: `UserWrites.insert` inserts both.
+    static func insertRow(
         _ db: PostgresConnection, appRef: Int64, handle: String, userName: String?, passwordHash: String?,
         locale: String, metaData: [String: JSONValue], logger: Logger
     ) async throws -> User {
@@ -145,9 +145,9 @@ public enum UserStore {
         return user
     }
 
-    /// Ends every access token of a user (the token version moves on); false when the user does not
-    /// exist. Its sessions are the caller's to end next (`UserWrites.revokeAll`).
-    public static func revokeAll(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> Bool {
+    /// Moves a user's token version on, which ends its session-less access tokens; false when the
+    /// user does not exist. It does not end sessions: `UserWrites.revokeAll` does both, in order.
+    static func bumpTokenVersion(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> Bool {
         let rows = try await db.query(
             """
             UPDATE users SET token_version = token_version + 1, kept_token_hash = NULL

@@ -12,7 +12,7 @@ enum UserWrites {
         _ db: PostgresConnection, appRef: Int64, handle: String, userName: String?, passwordHash: String?,
         locale: String, metaData: [String: JSONValue], logger: Logger
     ) async throws -> User {
-        let user = try await UserStore.insert(
+        let user = try await UserStore.insertRow(
             db, appRef: appRef, handle: handle, userName: userName, passwordHash: passwordHash, locale: locale, metaData: metaData,
             logger: logger)
         try await IdentityStore.insertInitial(db, user: user, logger: logger)
@@ -44,7 +44,7 @@ enum UserWrites {
     /// version moves on, then the sessions go. Returns the ended sessions, or nil when the user does
     /// not exist.
     static func revokeAll(_ db: PostgresConnection, appRef: Int64, id: UUID, logger: Logger) async throws -> [UUID]? {
-        guard try await UserStore.revokeAll(db, appRef: appRef, id: id, logger: logger) else { return nil }
+        guard try await UserStore.bumpTokenVersion(db, appRef: appRef, id: id, logger: logger) else { return nil }
         return try await SessionStore.deleteAll(db, userId: id, logger: logger)
     }
 }

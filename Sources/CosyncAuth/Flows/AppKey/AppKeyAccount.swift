@@ -6,7 +6,7 @@ extension AppKeyFlows {
     /// is resolved with the status gates off. `appToken` is the app token the caller presented, if any.
     public func getApp(app: App, appToken: String?) async throws -> AppKeyAppDescription {
         guard app.status != .suspended else { throw AppKeyError.appSuspended }
-        let view = try await flows.apps.view(appId: app.appId)
+        let view = try await apps.view(appId: app.appId)
         let first: (String) -> String? = { list in list.split(separator: ",").first.map { String($0) } }
         return AppKeyAppDescription(
             app: app, displayAppId: Self.displayAppId(app), publicKey: view.rawPublicKey, appToken: appToken,
@@ -22,7 +22,7 @@ extension AppKeyFlows {
     public func setLocale(caller: AppKeyCaller, fields: AppKeyFields) async throws {
         let locale = try locale(try fields.require("locale"), app: caller.app)
         try await client.transaction(logger: logger) { db in
-            try await flows.lockCaller(db, app: caller.app, userId: caller.user.id)  // its errors map to AppKey's 405 and 404
+            try await accounts.lockCaller(db, app: caller.app, userId: caller.user.id)  // its errors map to AppKey's 405 and 404
             try await UserStore.setLocale(db, userId: caller.user.id, locale: locale, logger: logger)
         }
     }

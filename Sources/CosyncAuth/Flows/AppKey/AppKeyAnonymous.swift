@@ -46,7 +46,7 @@ extension AppKeyFlows {
             if try await UserStore.user(db, appRef: app.ref, handle: handle, exact: true, logger: logger) != nil {
                 throw AppKeyError.handleAlreadyRegistered
             }
-            guard try await flows.takeAnonymousAccountQuota(db, app: app) else { throw AppKeyError.rateLimited }
+            guard try await accounts.takeAnonymousAccountQuota(db, app: app) else { throw AppKeyError.rateLimited }
             let user = try await insertUser(
                 db, app: app, id: userId, handle: handle, locale: row.locale ?? Locales.defaultLocale, provider: "",
                 profile: AppKeyProfile(displayName: handle, firstName: nil, lastName: nil, isAnonymous: true, requireAddPasskey: false))

@@ -26,20 +26,47 @@ public struct AppKeyFlowSettings: Sendable {
     public init() {}
 }
 
-/// The AppKey end-user flows (<doc:AppKeyAPI> §4). Each method takes the resolved app or caller
-/// (`AppKeyResolver` turns the request's credentials into them first) and the decoded fields of one
-/// request, and returns a typed result (AppKeyResults.swift), or throws an `AppKeyError`. None knows
-/// about HTTP or the JSON of the wire.
+/// The AppKey end-user flows (<doc:AppKeyAPI> §4): the passkey product's strategy, in Kratos's sense.
+/// Each method takes the resolved app or caller (`AppKeyResolver` turns the request's credentials into
+/// them first) and the decoded fields of one request, and returns a typed result (AppKeyResults.swift),
+/// or throws an `AppKeyError`. None knows about HTTP or the JSON of the wire.
+///
+/// It names what it uses: the shared sign-in methods (`PasskeyMethod`, `CodeChallenge`,
+/// `SessionGrant`), the shared step pieces (`UserAudit`, `Accounts`, `SocialIdentities`), and a few
+/// services; not the whole of `EndUserFlows`, which only hands these over (`init(flows:)`).
 public struct AppKeyFlows: Sendable {
-    public let flows: EndUserFlows
     public let settings: AppKeyFlowSettings
-    var client: PostgresClient { flows.client }
-    var tokens: TokenIssuer { flows.tokens }
-    var logger: Logger { flows.logger }
+    let client: PostgresClient
+    let tokens: TokenIssuer
+    let logger: Logger
+    /// The app's administration view (GET app) and the server keys (passkey-reset tokens).
+    let apps: AppAdministration
+    let outbox: Outbox
+    let social: SocialTokenVerifier
+    let sessions: SessionGrant
+    let passkeys: PasskeyMethod
+    let codes: CodeChallenge
+    let userAudit: UserAudit
+    let accounts: Accounts
+    let socialIdentities: SocialIdentities
+    /// SMS one phone number may receive per hour (the end-user flows' setting, shared).
+    let smsPerNumberPerHour: Int
 
     public init(flows: EndUserFlows, settings: AppKeyFlowSettings = AppKeyFlowSettings()) {
-        self.flows = flows
         self.settings = settings
+        self.client = flows.client
+        self.tokens = flows.tokens
+        self.logger = flows.logger
+        self.apps = flows.apps
+        self.outbox = flows.outbox
+        self.social = flows.social
+        self.sessions = flows.sessions
+        self.passkeys = flows.passkeys
+        self.codes = flows.codes
+        self.userAudit = flows.userAudit
+        self.accounts = flows.accounts
+        self.socialIdentities = flows.socialIdentities
+        self.smsPerNumberPerHour = flows.settings.smsPerNumberPerHour
     }
 
     // MARK: the user answer (<doc:AppKeyAPI> §2.3, §2.4)
@@ -64,7 +91,7 @@ public struct AppKeyFlows: Sendable {
         let now = Int(Date().timeIntervalSince1970)
         let hours = max(1, app.settings.userJWTExpiration)
         var claims: [String: JSONValue] = [
-            "iss": .string(flows.outbox.publicURL), "aud": .string(app.appId), "sub": .string(AppKeyIds.wire(user.id)),
+            "iss": .string(outbox.publicURL), "aud": .string(app.appId), "sub": .string(AppKeyIds.wire(user.id)),
             "handle": .string(user.handle), "appId": .string(app.appId), "loginProvider": .string(Self.loginProvider(user)),
             "iat": .int(now), "exp": .int(now + hours * 3600),
         ]
@@ -78,7 +105,7 @@ public struct AppKeyFlows: Sendable {
     func openSession(_ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil) async throws -> String {
         let sessionId: UUID
         do {
-            sessionId = try await flows.sessions.open(db, app: app, user: user, method: method, identityId: identityId, origin: ClientOrigin.current)
+            sessionId = try await sessions.open(db, app: app, user: user, method: method, identityId: identityId, origin: ClientOrigin.current)
         } catch let refused as SessionGrant.Refused {
             switch refused {
             case .userRevoked: throw AppKeyError.accountSuspended
@@ -86,17 +113,17 @@ public struct AppKeyFlows: Sendable {
             case .identityGone: throw method == .passkey ? AppKeyError.passkeyNotExist : AppKeyError.accountDoesNotExist
             }
         }
-        return try await flows.sessions.accessToken(app: app, user: user, sessionId: sessionId)
+        return try await sessions.accessToken(app: app, user: user, sessionId: sessionId)
     }
 
     // MARK: shared checks
 
     func audit(_ db: PostgresConnection, app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async throws {
-        try await flows.audit(db, app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
+        try await userAudit.record(db, app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
     }
 
     func audit(app: App, handle: String, action: String, status: String = "success", detail: [String: JSONValue] = [:]) async {
-        await flows.audit(app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
+        await userAudit.record(app: app, handle: handle, action: "appkey.\(action)", status: status, detail: detail)
     }
 
     /// A locale of the app (upper-cased), the default when absent; another → E609.

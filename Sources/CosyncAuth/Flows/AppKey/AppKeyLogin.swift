@@ -78,7 +78,7 @@ extension AppKeyFlows {
             throw AppKeyError.invalidPasskey.with("invalid passkey: \(error.message)")
         }
         enum Outcome { case ok(String?), failed(String), regressed }
-        let passkeys = flows.passkeys
+        let passkeys = self.passkeys
         let outcome: Outcome = try await client.transaction(logger: logger) { db in
             // The user row first, then the passkey: the order an account deletion takes them in.
             guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger)

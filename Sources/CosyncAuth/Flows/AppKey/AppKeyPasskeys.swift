@@ -126,7 +126,7 @@ extension AppKeyFlows {
             guard let user = try await UserStore.find(db, appRef: app.ref, id: id, forUpdate: true, logger: logger) else {
                 throw AdminFailure.notFound("user")
             }
-            let token = try await flows.apps.serverKeys.sign(ResetPasskeyClaims(
+            let token = try await apps.serverKeys.sign(ResetPasskeyClaims(
                 handle: user.handle, appId: app.appId, scope: "resetPasskey", iat: now, exp: now + lifetimeSeconds,
                 uid: user.id.uuidString.lowercased(), jti: resetId.uuidString.lowercased()))
             // The sessions first: a passkey's sessions would otherwise go with it by cascade, unreported.
@@ -135,11 +135,11 @@ extension AppKeyFlows {
             try await PasskeyStore.openReset(db, appRef: app.ref, userId: id, resetId: resetId, lifetimeSeconds: lifetimeSeconds, logger: logger)
             try await Events.sessionsRevoked(db, app: app, user: user, ended, reason: "passkey_reset", logger: logger)
             if user.handle.hasPrefix("+") {
-                try await flows.outbox.sms(
+                try await outbox.sms(
                     db, app: app, locale: user.locale, to: user.handle, values: ["CODE": token, "HANDLE": user.handle],
-                    perNumberPerHour: flows.settings.smsPerNumberPerHour, logger: logger)
+                    perNumberPerHour: smsPerNumberPerHour, logger: logger)
             } else if Identifiers.hasAt(user.handle) {
-                try await flows.outbox.email(
+                try await outbox.email(
                     db, app: app, template: "resetPasskey", locale: user.locale, to: user.handle, values: ["HANDLE": user.handle, "CODE": token],
                     logger: logger)
             }

@@ -122,14 +122,14 @@ extension AppKeyFlows {
             try await PasskeyStore.insertSignup(
                 db, appRef: app.ref, handle: handle, userId: userId, displayName: row.displayName ?? handle, firstName: row.firstName,
                 lastName: row.lastName, locale: locale, passkey: passkey,
-                codeSealed: try flows.sealCode(code, purpose: .appKeySignupCode(signupId)), tokenHash: Secrets.sha256(token),
+                codeSealed: try codes.seal(code, purpose: .appKeySignupCode(signupId)), tokenHash: Secrets.sha256(token),
                 lifetimeSeconds: app.settings.signupCodeLifetimeSeconds, id: signupId, logger: logger)
             if handle.hasPrefix("+") {
-                try await flows.outbox.sms(
+                try await outbox.sms(
                     db, app: app, locale: locale, to: handle, values: ["CODE": code, "HANDLE": handle],
-                    perNumberPerHour: flows.settings.smsPerNumberPerHour, logger: logger)
+                    perNumberPerHour: smsPerNumberPerHour, logger: logger)
             } else {
-                try await flows.outbox.email(
+                try await outbox.email(
                     db, app: app, template: "signUp", locale: locale, to: handle, values: ["HANDLE": handle, "CODE": code], logger: logger)
             }
             try await audit(db, app: app, handle: handle, action: "signupConfirm")
@@ -155,7 +155,7 @@ extension AppKeyFlows {
             try await PasskeyStore.reserveAttempt($0, id: signup.id, maxAttempts: maxAttempts, logger: logger)
         }) else { throw AppKeyError.invalidToken }
         let wellFormed = code.count == 6 && code.allSatisfy { $0.isASCII && $0.isNumber }
-        guard wellFormed, flows.codeMatches(code, sealed: signup.codeSealed, purpose: .appKeySignupCode(signup.id)) else {
+        guard wellFormed, codes.matches(code, sealed: signup.codeSealed, purpose: .appKeySignupCode(signup.id)) else {
             if attempts >= maxAttempts {
                 _ = try await client.withConnection { try await PasskeyStore.takeSignup($0, id: signup.id, logger: logger) }
             }

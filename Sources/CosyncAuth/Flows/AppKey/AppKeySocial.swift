@@ -10,11 +10,11 @@ extension AppKeyFlows {
         }
         let audiences: [String]
         do {
-            audiences = try EndUserFlows.audiences(app, provider)
+            audiences = try SocialIdentities.audiences(app, provider)
         } catch {
             throw AppKeyError(error)
         }
-        guard let identity = await flows.social.verify(token, provider: provider, audiences: audiences) else { throw AppKeyError.invalidToken }
+        guard let identity = await social.verify(token, provider: provider, audiences: audiences) else { throw AppKeyError.invalidToken }
         return (provider, identity)
     }
 
@@ -70,7 +70,7 @@ extension AppKeyFlows {
         guard let match else { throw AppKeyError.accountDoesNotExist }
         // Not an identity of the user its e-mail names: no account, unless it is the one link by
         // e-mail an imported account may make (README "Linking rule").
-        if !match.linked, try await !flows.linkByEmailOnce(app: app, user: match.user, provider: provider, identity: identity) {
+        if !match.linked, try await !socialIdentities.linkByEmailOnce(app: app, user: match.user, provider: provider, identity: identity) {
             throw AppKeyError.accountDoesNotExist
         }
         guard match.user.status == .active else { throw AppKeyError.accountSuspended }

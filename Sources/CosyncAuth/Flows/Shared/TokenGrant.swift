@@ -93,18 +93,3 @@ struct TokenGrant: Sendable {
         (try? String(decoding: JSONCoding.encode(JSONValue.string(key)), as: UTF8.self)) ?? "\"\""
     }
 }
-
-extension EndUserFlows {
-    func issueTokens(
-        app: App, user: User, method: SessionMethod, jwtFailure: EndUserError = .invalidMetadata,
-        alongside: (@Sendable (PostgresConnection) async throws -> Void)? = nil
-    ) async throws -> IssuedTokens {
-        try await grant.issueTokens(app: app, user: user, method: method, jwtFailure: jwtFailure, alongside: alongside)
-    }
-
-    func signedUserToken(app: App, user: User, code: String, senderHandle: String? = nil, senderUserId: String? = nil) async throws -> String {
-        try await grant.signedUserToken(app: app, user: user, code: code, senderHandle: senderHandle, senderUserId: senderUserId)
-    }
-
-    static func legacyIndentedJSON(_ value: JSONValue, depth: Int = 0) -> String { TokenGrant.legacyIndentedJSON(value, depth: depth) }
-}

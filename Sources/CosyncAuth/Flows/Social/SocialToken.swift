@@ -99,19 +99,4 @@ extension EndUserFlows {
     var socialIdentities: SocialIdentities {
         SocialIdentities(client: client, social: social, audit: userAudit, logger: logger)
     }
-
-    /// `SocialIdentities.audiences`, for the AppKey flows and the admin API.
-    static func audiences(_ app: App, _ provider: SocialProvider, gate: Bool = true) throws(EndUserError) -> [String] {
-        try SocialIdentities.audiences(app, provider, gate: gate)
-    }
-
-    /// `SocialIdentities.linkByEmailOnce`, for the AppKey flows.
-    func linkByEmailOnce(app: App, user: User, provider: SocialProvider, identity: SocialIdentity) async throws -> Bool {
-        try await socialIdentities.linkByEmailOnce(app: app, user: user, provider: provider, identity: identity)
-    }
-
-    /// `SocialIdentities.verifyOwnSocialToken`, for deleteAccount.
-    func verifyOwnSocialToken(app: App, user: User, token: String) async throws -> AuthProof? {
-        try await socialIdentities.verifyOwnSocialToken(app: app, user: user, token: token)
-    }
 }
