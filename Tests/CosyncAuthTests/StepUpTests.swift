@@ -38,30 +38,51 @@ struct StepUpTests {
         #expect(!StepUp.allows(.deleteAccount, proofs: [], freshAuthMinutes: 5))
     }
 
+    /// A user of a new app, signed up with password "one" and logged in once: the login's session.
+    struct SignedIn {
+        let api: API
+        let sdk: SDK
+        let appId: String
+        let handle: String
+        let token: String
+        let sid: UUID
+
+        /// The admin API's row of this session.
+        func adminRow() async throws -> JSONValue {
+            let userId = try #require(try await TestEnvironment.value("SELECT user_id::text FROM sessions WHERE id = \(sid)", as: String.self))
+            let listed = try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(userId)/sessions").json["sessions"]?.arrayValue ?? []
+            return try #require(listed.first { $0["sessionId"] == .string(sid.uuidString.lowercased()) })
+        }
+    }
+
+    static func signIn(_ api: API, _ name: String) async throws -> SignedIn {
+        let created = try await api.createApp(name, settings: ["signupFlow": .string("none")])
+        let sdk = SDK(api: api, appToken: created.string("appToken"))
+        let handle = "step\(Secrets.hexIdentifier().prefix(8))@example.com"
+        #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
+        let token = try await sdk.login(handle, "one").object.string("access-token")
+        let sidText = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
+        return SignedIn(api: api, sdk: sdk, appId: created.string("appId"), handle: handle, token: token, sid: try #require(UUID(uuidString: sidText)))
+    }
+
     @Test("a session records its sign-in as its proof; changePassword re-proves the caller's session")
     func sessionProof() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("StepUp", settings: ["signupFlow": .string("none")])
-            let (appId, sdk) = (created.string("appId"), SDK(api: api, appToken: created.string("appToken")))
-            let handle = "step\(Secrets.hexIdentifier().prefix(8))@example.com"
-            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
-            let token = try await sdk.login(handle, "one").object.string("access-token")
-            let sid = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
-            let userId = try #require(try await TestEnvironment.value("SELECT user_id::text FROM sessions WHERE id = \(UUID(uuidString: sid)!)", as: String.self))
-
+            let user = try await Self.signIn(api, "StepUp")
             // The admin API shows how and when each session was last proven.
-            let listed = try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(userId)/sessions").json["sessions"]?.arrayValue ?? []
-            let mine = try #require(listed.first { $0["sessionId"] == .string(sid) })
+            let mine = try await user.adminRow()
             #expect(mine["provenBy"] == .string("password") && mine["provenAt"] == mine["createdAt"], "\(mine)")
 
             // An old sign-in; changePassword with the current password proves the session again, now.
-            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 hour' WHERE id = \(UUID(uuidString: sid)!)")
-            #expect(try await sdk.post("/api/appuser/changePassword", [("password", SDK.md5("one")), ("newPassword", SDK.md5("two"))], accessToken: token).text == "true")
+            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 hour' WHERE id = \(user.sid)")
+            let changed = try await user.sdk.post(
+                "/api/appuser/changePassword", [("password", SDK.md5("one")), ("newPassword", SDK.md5("two"))], accessToken: user.token)
+            #expect(changed.text == "true")
             let age = try await TestEnvironment.value(
-                "SELECT extract(epoch FROM now() - proven_at)::float8 FROM sessions WHERE id = \(UUID(uuidString: sid)!)", as: Double.self)
+                "SELECT extract(epoch FROM now() - proven_at)::float8 FROM sessions WHERE id = \(user.sid)", as: Double.self)
             #expect((age ?? .infinity) < 60, "proven \(String(describing: age)) s ago")
             // A session opened by a password is not the current password: it is still required.
-            let missing = try await sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("three"))], accessToken: token)
+            let missing = try await user.sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("three"))], accessToken: user.token)
             #expect(missing.status == .badRequest && missing.object["code"] == .int(602), "\(missing.text)")
         }
     }
@@ -73,44 +94,30 @@ struct StepUpTests {
         #expect(!StepUp.allows(.changePassword, proofs: [Self.session(.passkey, minutesAgo: 6)], freshAuthMinutes: 1440))
         #expect(StepUp.allows(.deleteAccount, proofs: [Self.session(.passkey, minutesAgo: 6)], freshAuthMinutes: 1440))
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("StepUpPasskey", settings: ["signupFlow": .string("none")])
-            let sdk = SDK(api: api, appToken: created.string("appToken"))
-            let handle = "pk\(Secrets.hexIdentifier().prefix(8))@example.com"
-            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
-            let token = try await sdk.login(handle, "one").object.string("access-token")
-            let sidText = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
-            let sid = try #require(UUID(uuidString: sidText))
+            let user = try await Self.signIn(api, "StepUpPasskey")
             // The session proven by a passkey assertion (as the OAuth login page and the Portal will do
             // with a step-up on an open session), long ago: the current password is still required.
-            try await TestEnvironment.sql("UPDATE sessions SET proven_by = 'passkey', proven_at = now() - interval '1 hour' WHERE id = \(sid)")
-            let stale = try await sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: token)
+            try await TestEnvironment.sql("UPDATE sessions SET proven_by = 'passkey', proven_at = now() - interval '1 hour' WHERE id = \(user.sid)")
+            let stale = try await user.sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: user.token)
             #expect(stale.status == .badRequest && stale.object["code"] == .int(602), "\(stale.text)")
             // A minute ago: the assertion stands in for it.
-            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 minute' WHERE id = \(sid)")
-            #expect(try await sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: token).text == "true")
-            #expect(try await sdk.login(handle, "two").status == .ok)
+            try await TestEnvironment.sql("UPDATE sessions SET proven_at = now() - interval '1 minute' WHERE id = \(user.sid)")
+            #expect(try await user.sdk.post("/api/appuser/changePassword", [("newPassword", SDK.md5("two"))], accessToken: user.token).text == "true")
+            #expect(try await user.sdk.login(user.handle, "two").status == .ok)
             // The session keeps its passkey proof: no password was typed.
-            #expect(try await TestEnvironment.value("SELECT proven_by FROM sessions WHERE id = \(sid)", as: String.self) == "passkey")
+            #expect(try await TestEnvironment.value("SELECT proven_by FROM sessions WHERE id = \(user.sid)", as: String.self) == "passkey")
         }
     }
 
     @Test("migration 0014 only expands: a session inserted as the previous release does still works, proven by its sign-in")
     func previousReleaseInsert() async throws {
         try await TestEnvironment.withLiveServer { api in
-            let created = try await api.createApp("StepUpOld", settings: ["signupFlow": .string("none")])
-            let sdk = SDK(api: api, appToken: created.string("appToken"))
-            let handle = "old\(Secrets.hexIdentifier().prefix(8))@example.com"
-            #expect(try await sdk.post("/api/appuser/signup", [("handle", SDK.handle(handle)), ("password", SDK.md5("one"))]).status == .ok)
-            let token = try await sdk.login(handle, "one").object.string("access-token")
-            let sidText = try #require(Base64URL.jwtPart(token, 1)?["sid"]?.stringValue)
-            let sid = try #require(UUID(uuidString: sidText))
+            let user = try await Self.signIn(api, "StepUpOld")
             // As a node of the previous release leaves it: no proof columns.
-            try await TestEnvironment.sql("UPDATE sessions SET proven_by = NULL, proven_at = NULL, created_at = now() - interval '1 hour' WHERE id = \(sid)")
-            #expect(try await sdk.get("/api/appuser/getUser", accessToken: token).status == .ok)
-            let appId = created.string("appId")
-            let userId = try #require(try await TestEnvironment.value("SELECT user_id::text FROM sessions WHERE id = \(sid)", as: String.self))
-            let listed = try await api.call(.get, "/admin/v1/apps/\(appId)/users/\(userId)/sessions").json["sessions"]?.arrayValue ?? []
-            let mine = try #require(listed.first { $0["sessionId"] == .string(sidText.lowercased()) })
+            try await TestEnvironment.sql(
+                "UPDATE sessions SET proven_by = NULL, proven_at = NULL, created_at = now() - interval '1 hour' WHERE id = \(user.sid)")
+            #expect(try await user.sdk.get("/api/appuser/getUser", accessToken: user.token).status == .ok)
+            let mine = try await user.adminRow()
             #expect(mine["provenBy"] == .string("password") && mine["provenAt"] == mine["createdAt"], "\(mine)")
         }
     }
