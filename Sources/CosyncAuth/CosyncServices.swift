@@ -19,6 +19,8 @@ public struct CosyncServices: Sendable {
     public let logger: Logger
     /// Draining and database reachability, for `/readyz` and the availability gate.
     public let state: ServerState
+    /// The OAuth 2.1 / OpenID Connect side (<doc:OAuth>).
+    public let oauth: OAuthServices
 
     /// Applies migrations, loads (or creates) the server key and resolves the operator token. The
     /// client must already be running. `generatedOperatorToken` is set when this start created one.
@@ -44,7 +46,10 @@ public struct CosyncServices: Sendable {
             client: client, configuration: configuration, migrator: migrator, serverKeys: serverKeys,
             operatorToken: operatorToken, apps: apps, users: UserAdministration(apps: apps, hasher: hasher, social: flows.social),
             records: AppRecords(apps: apps), flows: flows,
-            resolver: TenantResolver(client: client, apps: apps, tokens: tokens, logger: logger), logger: logger, state: ServerState())
+            resolver: TenantResolver(client: client, apps: apps, tokens: tokens, logger: logger), logger: logger, state: ServerState(),
+            oauth: OAuthServices(
+                client: client, apps: apps, tokens: tokens, flows: flows, box: configuration.secretBox, publicURL: configuration.publicURL,
+                logger: logger))
         return (services, generated)
     }
 
@@ -65,7 +70,7 @@ public struct CosyncServices: Sendable {
         CosyncServices(
             client: client, configuration: configuration ?? self.configuration, migrator: migrator, serverKeys: serverKeys,
             operatorToken: operatorToken, apps: apps, users: users, records: records, flows: flows, resolver: resolver, logger: logger,
-            state: ServerState())
+            state: ServerState(), oauth: oauth)
     }
 
     /// The listener that keeps this node's app cache in step with every node's changes (without it

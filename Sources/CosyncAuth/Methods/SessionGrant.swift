@@ -35,9 +35,12 @@ public struct SessionGrant: Sendable {
     /// then deletes it) or has committed first (and the checks refuse).
     ///
     /// `identityId` names the identity it signed in with when the caller knows it (a passkey's); else
-    /// the user's one identity of the method's kind (see `SessionStore.insert`). Answers the session id.
+    /// the user's one identity of the method's kind (see `SessionStore.insert`). `lifetimeSeconds`
+    /// overrides the app's session lifetime (an OAuth sign-in lives as long as its refresh tokens may).
+    /// Answers the session id.
     func open(
-        _ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil, origin: ClientOrigin
+        _ db: PostgresConnection, app: App, user: User, method: SessionMethod, identityId: UUID? = nil, origin: ClientOrigin,
+        lifetimeSeconds: Int? = nil
     ) async throws -> UUID {
         guard try await UserStore.lockLive(db, appRef: app.ref, userId: user.id, tokenVersion: user.tokenVersion, logger: logger) else {
             throw Refused.userRevoked
@@ -45,7 +48,7 @@ public struct SessionGrant: Sendable {
         let sessionId = UUID()
         guard try await SessionStore.insert(
             db, id: sessionId, appRef: app.ref, userId: user.id, method: method, identityId: identityId, origin: origin,
-            lifetimeSeconds: lifetime(app), logger: logger)
+            lifetimeSeconds: lifetimeSeconds ?? lifetime(app), logger: logger)
         else { throw Refused.identityGone }
         return sessionId
     }

@@ -16,6 +16,10 @@ public enum SealPurpose: Sendable, Equatable {
     case phoneCode(userId: UUID)
     case loginChallenge(UUID)
     case appKeySignupCode(UUID)
+    /// The successor of a rotated OAuth refresh token, kept for the grant's grace window.
+    case refreshSuccessor(grant: UUID)
+    /// An upstream OpenID provider's client secret (by the provider's row id).
+    case upstreamClientSecret(UUID)
 
     public var label: String {
         switch self {
@@ -31,6 +35,8 @@ public enum SealPurpose: Sendable, Equatable {
         case .phoneCode(let userId): "phone-code:\(userId)"
         case .loginChallenge(let id): "login-challenge:\(id)"
         case .appKeySignupCode(let id): "appkey-signup-code:\(id)"
+        case .refreshSuccessor(let grant): "refresh-successor:\(grant)"
+        case .upstreamClientSecret(let id): "upstream-client-secret:\(id)"
         }
     }
 }

@@ -21,6 +21,7 @@ public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext
     GetApplication(services: services).register(on: router)
     EndUserRoutes(services: services).register(on: router)
     AppKeyRoutes(services: services).register(on: router)
+    OAuthRoutes(services: services).register(on: router)
 
     let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "admin "))
     let document = OpenAPIDocument.document()

@@ -19,6 +19,8 @@ public struct ServerRequestContext: RequestContext {
     var endUser: EndUserEdge.Resolved?
     /// What the AppKey edge resolved (`AppKeyEdge`).
     var appKey: AppKeyEdge.Resolved?
+    /// The app whose OAuth issuer the path names (`OAuthEdge`).
+    var oauthApp: App?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
