@@ -1,0 +1,378 @@
+"""The OpenID Foundation's Basic OP certification plan (oidcc-basic-certification-test-plan), the checks that
+apply to a code-flow provider with PKCE, ported as named black-box tests (the conformance suite itself cannot
+run here). Each case names the plan's module it stands for. Client "web" (client_secret_basic), user "basic".
+
+Run by Tests/system/oauth/run.sh; alone: OAUTH_WORLD=world.json python test_basic_op.py [-k name]
+"""
+import base64
+import secrets
+import time
+import urllib.parse
+
+import requests
+
+from harness import (BASE, ISSUER, TIMEOUT, WORLD, Browser, admin, authorization_params, basic_auth, case, check, client,
+                     discovery, endpoint, exchange_code, expect_json, expect_oauth_error, expect_status, half_hash,
+                     jwks, pkce, run_cases, sign_in, token_request, tokens_for, user, verify_jwt)
+
+WEB = "web"
+WHO = "basic"
+
+
+def id_token_claims(body, params, what="id_token"):
+    """Checks the ID token of a token response as OIDC Core §3.1.3.7 says a client must; answers its claims."""
+    check(isinstance(body.get("id_token"), str), f"{what}: no id_token in the token response {body}")
+    _, claims = verify_jwt(body["id_token"], what)
+    now = time.time()
+    check(claims.get("iss") == ISSUER, f"{what}: iss {claims.get('iss')!r} != issuer {ISSUER!r}")
+    check(isinstance(claims.get("sub"), str) and claims["sub"], f"{what}: no sub")
+    aud = claims.get("aud")
+    auds = aud if isinstance(aud, list) else [aud]
+    check(params["client_id"] in auds, f"{what}: aud {aud!r} does not hold the client id {params['client_id']}")
+    if isinstance(aud, list) and len(aud) > 1:
+        check(claims.get("azp") == params["client_id"], f"{what}: several audiences and azp {claims.get('azp')!r}")
+    check(isinstance(claims.get("exp"), int) and claims["exp"] > now, f"{what}: exp {claims.get('exp')!r} not in the future")
+    check(isinstance(claims.get("iat"), int) and now - 300 < claims["iat"] <= now + 60, f"{what}: iat {claims.get('iat')!r} not now")
+    if "nonce" in params:
+        check(claims.get("nonce") == params["nonce"], f"{what}: nonce {claims.get('nonce')!r} != sent {params['nonce']!r}")
+    if "at_hash" in claims and "access_token" in body:
+        check(claims["at_hash"] == half_hash(body["access_token"]), f"{what}: at_hash does not match the access token")
+    return claims
+
+
+# --- discovery ---------------------------------------------------------------------------------------------
+@case
+def oidcc_discovery_issuer_matches():
+    """oidcc-discovery-issuer-not-matching-config: the document's issuer is the URL it was fetched under."""
+    check(discovery().get("issuer") == ISSUER, f"issuer {discovery().get('issuer')!r} != {ISSUER!r}")
+    rfc8414 = expect_json(requests.get(ISSUER + "/.well-known/oauth-authorization-server", timeout=TIMEOUT), 200,
+                          "RFC 8414 metadata")
+    check(rfc8414.get("issuer") == ISSUER, f"RFC 8414 issuer {rfc8414.get('issuer')!r}")
+    app_path = urllib.parse.urlsplit(ISSUER).path
+    inserted = expect_json(requests.get(f"{BASE}/.well-known/oauth-authorization-server{app_path}", timeout=TIMEOUT),
+                           200, "RFC 8414 §3 path-inserted metadata")
+    check(inserted.get("issuer") == ISSUER, f"path-inserted metadata issuer {inserted.get('issuer')!r}")
+
+
+@case
+def oidcc_discovery_required_fields():
+    """OpenID Connect Discovery §3 REQUIRED fields (and the RECOMMENDED userinfo endpoint), with values a
+    code-flow client can use."""
+    d = discovery()
+    for field in ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri", "response_types_supported",
+                  "subject_types_supported", "id_token_signing_alg_values_supported", "userinfo_endpoint"):
+        check(field in d, f"discovery: {field} missing")
+    for field in ("authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint"):
+        check(d[field].startswith(ISSUER + "/"), f"discovery: {field} {d[field]!r} not under the issuer")
+    check("code" in d["response_types_supported"], f"response_types_supported {d['response_types_supported']}")
+    check("RS256" in d["id_token_signing_alg_values_supported"], "id_token_signing_alg_values_supported lacks RS256")
+    check("openid" in d.get("scopes_supported", []), f"scopes_supported {d.get('scopes_supported')}")
+    check(d.get("code_challenge_methods_supported") == ["S256"],
+          f"code_challenge_methods_supported {d.get('code_challenge_methods_supported')} (S256 only)")
+    check(d.get("authorization_response_iss_parameter_supported") is True, "RFC 9207 flag missing")
+
+
+@case
+def oidcc_discovery_jwks_reachable():
+    """The jwks_uri answers a JWKS of public RSA signing keys, each with a kid."""
+    keys = jwks().get("keys")
+    check(isinstance(keys, list) and keys, f"jwks: no keys: {keys!r}")
+    for key in keys:
+        check(key.get("kty") == "RSA" and key.get("n") and key.get("e"), f"jwks: not an RSA public key: {key}")
+        check(isinstance(key.get("kid"), str) and key["kid"], f"jwks: key without kid: {key}")
+        check(key.get("use", "sig") == "sig", f"jwks: key use {key.get('use')!r}")
+        for private in ("d", "p", "q", "dp", "dq", "qi"):
+            check(private not in key, f"jwks: the private member {private} is published")
+
+
+# --- the code flow and the ID token ----------------------------------------------------------------------
+@case
+def oidcc_server_id_token_claims():
+    """oidcc-server: a plain code flow; the ID token's iss, sub, aud, exp, iat, nonce, signature (jwks_uri),
+    at_hash; the token response's shape and headers (OIDC Core §3.1.3.3: no-store)."""
+    callback, params, verifier, redirect, _ = sign_in(WEB, WHO)
+    reply = exchange_code(WEB, callback["code"], redirect, verifier)
+    body = expect_json(reply, 200, "code exchange")
+    check("no-store" in reply.headers.get("Cache-Control", ""), f"token response Cache-Control {reply.headers.get('Cache-Control')!r}")
+    check(str(body.get("token_type", "")).lower() == "bearer", f"token_type {body.get('token_type')!r}")
+    check(isinstance(body.get("expires_in"), int) and body["expires_in"] > 0, f"expires_in {body.get('expires_in')!r}")
+    claims = id_token_claims(body, params)
+    check(claims["sub"] == user(WHO)["userId"].lower(), f"sub {claims['sub']!r} != the user's id {user(WHO)['userId']}")
+    check("auth_time" in claims and isinstance(claims["auth_time"], int), f"auth_time {claims.get('auth_time')!r}")
+    check(claims["auth_time"] <= time.time() + 5, "auth_time in the future")
+
+
+@case
+def oidcc_ensure_request_without_nonce_succeeds_for_code_flow():
+    """A code flow without nonce works, and the ID token then has no nonce."""
+    body, params, _ = tokens_for(WEB, WHO, nonce=False)
+    claims = id_token_claims(body, params)
+    check("nonce" not in claims, f"nonce {claims.get('nonce')!r} in an ID token nobody asked a nonce for")
+
+
+@case
+def oidcc_nonce_echoed():
+    """The nonce sent is the nonce in the ID token, exactly (two different nonces, two ID tokens)."""
+    first, p1, _ = tokens_for(WEB, WHO, nonce=False, **{"nonce": "n-" + secrets.token_urlsafe(20)})
+    second, p2, _ = tokens_for(WEB, WHO, nonce=False, **{"nonce": "n-" + secrets.token_urlsafe(20)})
+    check(id_token_claims(first, p1)["nonce"] == p1["nonce"], "first nonce")
+    check(id_token_claims(second, p2)["nonce"] == p2["nonce"], "second nonce")
+
+
+@case
+def oidcc_max_age_auth_time():
+    """oidcc-max-age-1 / -10000: with max_age, auth_time is in the ID token; max_age=1 on a browser signed in
+    more than a second ago asks for the password again and auth_time moves on."""
+    browser = Browser()
+    body, params, _ = _tokens_in(browser, max_age="10000")
+    first = id_token_claims(body, params)
+    check(isinstance(first.get("auth_time"), int), f"max_age=10000: no auth_time in {first}")
+    time.sleep(2.2)
+    params, verifier, redirect = authorization_params(WEB, max_age="1")
+    callback = browser.authorize(params, redirect, who=user(WHO))
+    check(callback.logins >= 1, "max_age=1 after 2 s: the user was not asked to sign in again")
+    body = expect_json(exchange_code(WEB, callback["code"], redirect, verifier), 200, "code exchange")
+    second = id_token_claims(body, params)
+    check(isinstance(second.get("auth_time"), int) and second["auth_time"] > first["auth_time"],
+          f"max_age=1: auth_time {second.get('auth_time')!r} not after the first sign-in's {first['auth_time']}")
+
+
+def _tokens_in(browser, **extra):
+    callback, params, verifier, redirect, _ = sign_in(WEB, WHO, browser=browser, **extra)
+    return expect_json(exchange_code(WEB, callback["code"], redirect, verifier), 200, "code exchange"), params, callback
+
+
+@case
+def oidcc_prompt_none_logged_in():
+    """oidcc-prompt-none-logged-in: a browser signed in gets a code for prompt=none without a page."""
+    browser = Browser()
+    body, params, _ = _tokens_in(browser)
+    first = id_token_claims(body, params)
+    params, verifier, redirect = authorization_params(WEB, prompt="none")
+    callback = browser.authorize(params, redirect, who=None)
+    check("code" in callback.params, f"prompt=none with a session: no code in {callback.url}")
+    body = expect_json(exchange_code(WEB, callback["code"], redirect, verifier), 200, "code exchange")
+    check(id_token_claims(body, params)["sub"] == first["sub"], "prompt=none: another subject")
+
+
+@case
+def oidcc_prompt_none_not_logged_in():
+    """oidcc-prompt-none-not-logged-in: prompt=none and no session → error=login_required in the redirect,
+    with the state and iss."""
+    params, _, redirect = authorization_params(WEB, prompt="none")
+    callback = Browser().authorize(params, redirect, who=None)
+    check(callback.get("error") == "login_required", f"expected error=login_required, got {callback.url}")
+    check("code" not in callback.params, f"a code with an error: {callback.url}")
+    check(callback.get("state") == params["state"], f"state not echoed with the error: {callback.url}")
+    check(callback.get("iss") == ISSUER, f"iss {callback.get('iss')!r} with the error (RFC 9207)")
+
+
+@case
+def oidcc_prompt_login():
+    """oidcc-prompt-login: a signed-in browser is asked to sign in again with prompt=login."""
+    browser = Browser()
+    _tokens_in(browser)
+    params, _, redirect = authorization_params(WEB, prompt="login")
+    callback = browser.authorize(params, redirect, who=user(WHO))
+    check(callback.logins >= 1, "prompt=login: no login page was shown")
+    check("code" in callback.params, f"prompt=login: no code after signing in: {callback.url}")
+
+
+@case
+def oidcc_state_echoed_and_iss():
+    """The state comes back unchanged, and iss (RFC 9207) is the issuer, in a success response."""
+    state = "s/" + secrets.token_urlsafe(24) + "+= &?"
+    params, _, redirect = authorization_params(WEB, state=state)
+    callback = Browser().authorize(params, redirect, who=user(WHO))
+    check(callback.get("state") == state, f"state {callback.get('state')!r} != sent {state!r}")
+    check(callback.get("iss") == ISSUER, f"iss {callback.get('iss')!r} != {ISSUER!r}")
+
+
+@case
+def oidcc_ensure_post_request_succeeds():
+    """The authorization request as a POSTed form (OIDC Core §3.1.2.1)."""
+    params, verifier, redirect = authorization_params(WEB)
+    callback = Browser().authorize(params, redirect, who=user(WHO), method="POST")
+    check("code" in callback.params, f"POST authorization: no code in {callback.url}")
+    body = expect_json(exchange_code(WEB, callback["code"], redirect, verifier), 200, "code exchange")
+    id_token_claims(body, params)
+
+
+@case
+def oidcc_ensure_other_scope_order_succeeds():
+    body, params, _ = tokens_for(WEB, WHO, scope="email openid")
+    id_token_claims(body, params)
+
+
+@case
+def oidcc_codereuse():
+    """oidcc-codereuse / -30seconds: the second exchange of a code is refused, and (RFC 6749 §4.1.2) what the
+    first one gave is revoked: its access token at userinfo and its refresh token."""
+    callback, _, verifier, redirect, _ = sign_in(WEB, WHO)
+    first = expect_json(exchange_code(WEB, callback["code"], redirect, verifier), 200, "first code exchange")
+    expect_status(_userinfo(first["access_token"]), 200, "userinfo before the reuse")
+    expect_oauth_error(exchange_code(WEB, callback["code"], redirect, verifier), "invalid_grant", "second code exchange")
+    reply = _userinfo(first["access_token"])
+    expect_status(reply, 401, "userinfo with the first exchange's access token after the code's reuse")
+    if "refresh_token" in first:
+        expect_oauth_error(token_request({"grant_type": "refresh_token", "refresh_token": first["refresh_token"]},
+                                         basic_auth(WEB)), "invalid_grant", "refresh of the first exchange after the reuse")
+
+
+@case
+def oidcc_ensure_registered_redirect_uri():
+    """oidcc-ensure-registered-redirect-uri: an unregistered redirect_uri gets an error page, never a redirect."""
+    evil = "https://attacker.example/callback"
+    params, _, _ = authorization_params(WEB, redirect_uri=evil)
+    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    check(400 <= reply.status_code < 500, f"unregistered redirect_uri: expected a 4xx error page, got {reply.status_code}")
+    check(evil not in reply.headers.get("Location", ""), f"redirected to the unregistered URI: {reply.headers.get('Location')}")
+    # a registered path on another port is fine for loopback only; another path is not
+    other = "http://127.0.0.1:5555/not-registered"
+    params, _, _ = authorization_params(WEB, redirect_uri=other)
+    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    check(400 <= reply.status_code < 500 and "Location" not in reply.headers,
+          f"loopback with an unregistered path: expected an error page, got {reply.status_code} {reply.headers.get('Location')}")
+
+
+@case
+def oidcc_unknown_client_no_redirect():
+    params, _, _ = authorization_params(WEB, client_id="no-such-client-" + secrets.token_hex(4))
+    reply = requests.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    check(400 <= reply.status_code < 500 and "Location" not in reply.headers,
+          f"unknown client_id: expected an error page, got {reply.status_code} {reply.headers.get('Location')}")
+
+
+@case
+def oidcc_token_redirect_uri_mismatch():
+    """The token request's redirect_uri must be the authorization request's (RFC 6749 §4.1.3)."""
+    callback, _, verifier, redirect, _ = sign_in(WEB, WHO)
+    other = client(WEB)["redirectURIs"][0].replace("/rp/callback", "/rp/other")
+    expect_oauth_error(exchange_code(WEB, callback["code"], other, verifier), "invalid_grant", "token with another redirect_uri")
+
+
+@case
+def pkce_plain_refused():
+    """code_challenge_method=plain is refused (S256 only): invalid_request in the redirect, no code."""
+    verifier, _ = pkce()
+    params, _, redirect = authorization_params(WEB, code_challenge=verifier, code_challenge_method="plain")
+    callback = Browser().authorize(params, redirect, who=None)
+    check(callback.get("error") == "invalid_request" and "code" not in callback.params,
+          f"PKCE plain: expected error=invalid_request, got {callback.url}")
+    check(callback.get("state") == params["state"] and callback.get("iss") == ISSUER, f"error without state/iss: {callback.url}")
+
+
+@case
+def pkce_missing_refused():
+    params, _, redirect = authorization_params(WEB, code_challenge=None, code_challenge_method=None)
+    callback = Browser().authorize(params, redirect, who=None)
+    check(callback.get("error") == "invalid_request" and "code" not in callback.params,
+          f"no PKCE: expected error=invalid_request, got {callback.url}")
+
+
+@case
+def pkce_wrong_verifier_refused():
+    callback, _, verifier, redirect, _ = sign_in(WEB, WHO)
+    wrong, _ = pkce()
+    expect_oauth_error(exchange_code(WEB, callback["code"], redirect, wrong), "invalid_grant", "token with a wrong code_verifier")
+
+
+@case
+def oidcc_client_auth_wrong_secret():
+    """A confidential client with a wrong secret: invalid_client, HTTP 401 (RFC 6749 §5.2)."""
+    callback, _, verifier, redirect, _ = sign_in(WEB, WHO)
+    data = {"grant_type": "authorization_code", "code": callback["code"], "redirect_uri": redirect, "code_verifier": verifier}
+    bad = base64.b64encode(f"{client(WEB)['clientId']}:wrong-secret".encode()).decode()
+    reply = token_request(data, {"Authorization": "Basic " + bad})
+    expect_oauth_error(reply, "invalid_client", "token with a wrong client secret", status=401)
+
+
+@case
+def oidcc_client_secret_post():
+    """client_secret_post (a second confidential client)."""
+    callback, params, verifier, redirect, _ = sign_in("web_post", WHO)
+    body = expect_json(exchange_code("web_post", callback["code"], redirect, verifier), 200, "client_secret_post exchange")
+    id_token_claims(body, params)
+
+
+def _userinfo(token, method="GET"):
+    url = endpoint("userinfo_endpoint")
+    if method == "GET":
+        return requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
+    return requests.post(url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
+
+
+@case
+def oidcc_userinfo_get_and_post():
+    """oidcc-userinfo-get / -post-header: the same sub as the ID token, email by the email scope."""
+    body, params, _ = tokens_for(WEB, WHO, scope="openid email")
+    sub = id_token_claims(body, params)["sub"]
+    for method in ("GET", "POST"):
+        info = expect_json(_userinfo(body["access_token"], method), 200, f"userinfo {method}")
+        check(info.get("sub") == sub, f"userinfo {method}: sub {info.get('sub')!r} != the ID token's {sub!r}")
+        check(info.get("email") == user(WHO)["handle"], f"userinfo {method}: email {info.get('email')!r}")
+
+
+@case
+def oidcc_userinfo_bad_token():
+    reply = _userinfo("not-a-token")
+    expect_status(reply, 401, "userinfo with garbage")
+    check("invalid_token" in reply.headers.get("WWW-Authenticate", ""),
+          f"userinfo: WWW-Authenticate {reply.headers.get('WWW-Authenticate')!r} (RFC 6750 §3)")
+    expect_status(requests.get(endpoint("userinfo_endpoint"), timeout=TIMEOUT), 401, "userinfo without a token")
+
+
+@case
+def userinfo_after_revocation_refused():
+    """RFC 7009: revoking the access token (here with its refresh token's grant) ends userinfo."""
+    body, _, _ = tokens_for(WEB, WHO)
+    expect_status(_userinfo(body["access_token"]), 200, "userinfo before revocation")
+    reply = requests.post(endpoint("revocation_endpoint"), headers=basic_auth(WEB), timeout=TIMEOUT,
+                          data={"token": body["access_token"], "token_type_hint": "access_token"})
+    expect_status(reply, 200, "revocation of the access token")
+    expect_status(_userinfo(body["access_token"]), 401, "userinfo after revocation")
+
+
+@case
+def userinfo_after_session_revoked_by_admin():
+    """The access token carries the session: ending the session (admin API) ends the token."""
+    body, _, _ = tokens_for(WEB, WHO)
+    _, access = verify_jwt(body["access_token"], "access token", typ="at+jwt")
+    sid = access.get("sid")
+    check(isinstance(sid, str), f"access token: no sid in {access}")
+    reply = admin("DELETE", f"/apps/{WORLD['appId']}/users/{user(WHO)['userId']}/sessions/{sid}")
+    check(reply.status_code in (200, 204), f"admin: ending the session: {reply.status_code} {reply.text[:300]}")
+    expect_status(_userinfo(body["access_token"]), 401, "userinfo after the session was ended")
+
+
+@case
+def oidcc_refresh_token():
+    """oidcc-refresh-token: a refresh gives new tokens; a new ID token (if any) keeps iss, sub, aud."""
+    body, params, _ = tokens_for(WEB, WHO)
+    check(isinstance(body.get("refresh_token"), str), f"no refresh_token (offline_access asked): {body}")
+    first = id_token_claims(body, params)
+    reply = token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}, basic_auth(WEB))
+    again = expect_json(reply, 200, "refresh")
+    check(again.get("access_token") and again["access_token"] != body["access_token"], "refresh: same access token")
+    if "id_token" in again:
+        _, claims = verify_jwt(again["id_token"], "refreshed id_token")
+        for key in ("iss", "sub", "aud"):
+            check(claims.get(key) == first.get(key), f"refreshed id_token: {key} {claims.get(key)!r} != {first.get(key)!r}")
+
+
+@case
+def oidcc_response_type_missing():
+    """oidcc-response-type-missing: no response_type → an error (in the redirect or on a page), never a code."""
+    params, _, redirect = authorization_params(WEB, response_type=None)
+    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    if reply.is_redirect:
+        location = reply.headers["Location"]
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
+        check("code" not in query and query.get("error") in (["invalid_request"], ["unsupported_response_type"]),
+              f"no response_type: redirected to {location}")
+    else:
+        check(400 <= reply.status_code < 500, f"no response_type: {reply.status_code}")
+
+
+if __name__ == "__main__":
+    run_cases("basic_op")
