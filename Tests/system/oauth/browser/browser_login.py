@@ -107,7 +107,7 @@ def register_client(server, app_id, redirect_uri):
         "name": "Apache mod_auth_openidc",
         "kind": "confidential",
         "tokenEndpointAuthMethod": "client_secret_basic",
-        "redirectURIs": [redirect_uri],
+        "redirectUris": [redirect_uri],
         "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES,
         "dpopRequired": False,
