@@ -27,16 +27,17 @@ echo "test database: $DATABASE_URL" >&2
 # The Python the tests run: zxing-cpp decodes the TOTP QR code, bcrypt and cryptography drive the
 # legacy fixture generator (Tests/system/legacy/make_fixture.py), schemathesis fuzzes the admin API
 # (Tests/system/fuzz/admin.sh), standardwebhooks verifies every webhook the tests receive (Tests/system/webhooks/receiver.py), fido2
-# cross-checks the WebAuthn fixtures (Tests/system/webauthn/fido2_check.py); authlib, idpyoidc, jwcrypto, requests and
-# selenium are the independent OAuth/OIDC clients (Tests/system/oauth/). A venv under .local/ (git-ignored), made once.
+# cross-checks the WebAuthn fixtures (Tests/system/webauthn/fido2_check.py); authlib, idpyoidc, jwcrypto, requests,
+# selenium and axe-selenium-python drive the independent OAuth/OIDC clients (Tests/system/oauth/). A venv under .local/ (git-ignored), made once.
 VENV="$ROOT/.local/test-venv"
-if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography, schemathesis, standardwebhooks, fido2, authlib, idpyoidc, jwcrypto, requests, selenium" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import zxingcpp, PIL, bcrypt, cryptography, schemathesis, standardwebhooks, fido2, authlib, idpyoidc, jwcrypto, requests, selenium, axe_selenium_python" 2>/dev/null; then
   if ! python3 -c "import ensurepip" 2>/dev/null && [ "$(id -u)" -eq 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
   fi
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check zxing-cpp pillow schemathesis==4.32.5 hypothesis==6.170.15 standardwebhooks==1.1.0 fido2==2.2.1 \
-    authlib==1.9.10 idpyoidc==5.0.0 jwcrypto==1.6.1 requests==2.34.2 selenium==4.51.0 -r "$ROOT/Tests/system/legacy/requirements.txt"
+    authlib==1.9.10 idpyoidc==5.0.0 jwcrypto==1.6.1 requests==2.34.2 -r "$ROOT/Tests/system/oauth/browser/requirements.txt" \
+    -r "$ROOT/Tests/system/legacy/requirements.txt"
 fi
 export COSYNC_TEST_PYTHON="$VENV/bin/python"
 export COSYNC_TEST_VENV="$VENV"

@@ -242,7 +242,8 @@ class _Forms(HTMLParser):
 HANDLE_NAMES = ("handle", "email", "username", "user", "login", "login_hint", "identifier")
 
 
-def _login_form(html):
+def login_form(html):
+    """The sign-in form of a page (the one with a password field, else one asking for the handle), and the page's text."""
     parser = _Forms()
     parser.feed(html)
     text = " ".join(parser.text)[:400]
@@ -336,7 +337,7 @@ class Browser:
                 continue
             kind = reply.headers.get("Content-Type", "")
             if reply.status_code == 200 and "html" in kind:
-                form, text = _login_form(reply.text)
+                form, text = login_form(reply.text)
                 check(form is not None, f"authorization: a page without a login form at {reply.url}: {text!r}")
                 check(who is not None, f"authorization: the login page was shown where none was expected ({reply.url}): {text!r}")
                 check(logins < 3, f"authorization: the login page keeps coming back (refused?): {text!r}")

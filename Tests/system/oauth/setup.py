@@ -27,24 +27,24 @@ EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 # name -> registration body. Lifetimes are seconds. DPoP is off for these (the DPoP client has its own).
 CLIENTS = {
     "native": {
-        "name": "Authlib native app", "kind": "public", "authMethod": "none",
-        "redirectURIs": NATIVE_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token", EXCHANGE],
+        "name": "Authlib native app", "kind": "public", "tokenEndpointAuthMethod": "none",
+        "redirectUris": NATIVE_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token", EXCHANGE],
         "scopes": SCOPES, "refreshGraceSeconds": 30, "dpopRequired": False,
     },
     # grace of 1 s: the reuse-detection test waits it out
     "native_short_grace": {
-        "name": "Native app, short grace", "kind": "public", "authMethod": "none",
-        "redirectURIs": NATIVE_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
+        "name": "Native app, short grace", "kind": "public", "tokenEndpointAuthMethod": "none",
+        "redirectUris": NATIVE_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES, "refreshGraceSeconds": 1, "dpopRequired": False,
     },
     "web": {
-        "name": "Web relying party", "kind": "confidential", "authMethod": "client_secret_basic",
-        "redirectURIs": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
+        "name": "Web relying party", "kind": "confidential", "tokenEndpointAuthMethod": "client_secret_basic",
+        "redirectUris": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES, "refreshGraceSeconds": 30, "dpopRequired": False,
     },
     "web_post": {
-        "name": "Web relying party (client_secret_post)", "kind": "confidential", "authMethod": "client_secret_post",
-        "redirectURIs": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
+        "name": "Web relying party (client_secret_post)", "kind": "confidential", "tokenEndpointAuthMethod": "client_secret_post",
+        "redirectUris": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES, "refreshGraceSeconds": 30, "dpopRequired": False,
     },
 }
@@ -59,13 +59,6 @@ def call(method, url, want, **kwargs):
     if reply.status_code != want:
         raise SetupError(f"{method} {url}: expected HTTP {want}, got {reply.status_code}: {reply.text[:500]}")
     return reply.json() if reply.content else None
-
-
-def pick(obj, *names):
-    for name in names:
-        if isinstance(obj, dict) and obj.get(name) is not None:
-            return obj[name]
-    raise SetupError(f"none of {names} in {json.dumps(obj)[:500]}")
 
 
 def main():
@@ -84,10 +77,15 @@ def main():
     clients = {}
     for name, body in CLIENTS.items():
         made = call("POST", f"{base}/admin/v1/apps/{app_id}/oauth/clients", 201, headers=admin, json=body)
-        client = {"clientId": pick(made, "clientId", "client_id"), "authMethod": body["authMethod"],
-                  "redirectURIs": body["redirectURIs"], "refreshGraceSeconds": body["refreshGraceSeconds"]}
+        for field in ("tokenEndpointAuthMethod", "redirectUris", "grantTypes", "refreshGraceSeconds", "dpopRequired"):
+            if made.get(field) != body[field]:
+                raise SetupError(f"client {name}: {field} is {made.get(field)!r} after registering {body[field]!r}")
+        client = {"clientId": made["clientId"], "authMethod": body["tokenEndpointAuthMethod"],
+                  "redirectURIs": body["redirectUris"], "refreshGraceSeconds": body["refreshGraceSeconds"]}
         if body["kind"] == "confidential":
-            client["clientSecret"] = pick(made, "clientSecret", "client_secret", "secret")
+            if not isinstance(made.get("clientSecret"), str):
+                raise SetupError(f"client {name}: no clientSecret in the creation answer")
+            client["clientSecret"] = made["clientSecret"]
         clients[name] = client
 
     users = {}

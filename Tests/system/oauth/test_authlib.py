@@ -9,6 +9,7 @@ import json
 import secrets
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from authlib.integrations.requests_client import OAuth2Session, OAuthError
@@ -120,6 +121,23 @@ def authlib_refresh_rotation_and_grace():
     third = oauth.refresh_token(endpoint("token_endpoint"), refresh_token=second_rt)
     check(third.get("refresh_token") not in (None, first_rt, second_rt), "refresh of the successor: not rotated")
     expect_status(userinfo(third["access_token"]), 200, "userinfo after the second rotation")
+
+
+@case
+def refresh_race_same_successor():
+    """Ten refreshes of one token at once (a cold start with several callers): every one succeeds, all with the
+    same successor, and the family lives on."""
+    _, token, _ = authlib_sign_in()
+    rt = token["refresh_token"]
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        replies = list(pool.map(lambda _: refresh_raw("native", rt), range(10)))
+    bodies = [expect_json(reply, 200, "concurrent refresh") for reply in replies]
+    successors = {body.get("refresh_token") for body in bodies}
+    check(len(successors) == 1 and None not in successors, f"concurrent refreshes: {len(successors)} different successors")
+    successor = successors.pop()
+    check(successor != rt, "concurrent refreshes: the token was not rotated")
+    after = expect_json(refresh_raw("native", successor), 200, "refresh of the successor after the race")
+    expect_status(userinfo(after["access_token"]), 200, "userinfo after the race")
 
 
 @case

@@ -11,7 +11,7 @@ import urllib.parse
 
 import requests
 
-from harness import (BASE, ISSUER, TIMEOUT, WORLD, Browser, admin, authorization_params, basic_auth, case, check, client,
+from harness import (BASE, ISSUER, TIMEOUT, WORLD, Browser, admin, login_form, same_endpoint, show, authorization_params, basic_auth, case, check, client,
                      discovery, endpoint, exchange_code, expect_json, expect_oauth_error, expect_status, half_hash,
                      jwks, pkce, run_cases, sign_in, token_request, tokens_for, user, verify_jwt)
 
@@ -219,28 +219,46 @@ def oidcc_codereuse():
                                          basic_auth(WEB)), "invalid_grant", "refresh of the first exchange after the reuse")
 
 
+def _authorize_raw(params):
+    return requests.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+
+
+def expect_error_page(reply, what):
+    """An authorization error that must not go to the redirect URI: a 400 page, no Location."""
+    check(reply.status_code == 400, f"{what}: expected an HTTP 400 error page, got {show(reply)}")
+    check("Location" not in reply.headers, f"{what}: redirected to {reply.headers.get('Location')}")
+
+
+def expect_login_page(params, what):
+    """The control of a negative test: the same request, made valid, reaches the login page."""
+    browser = Browser()
+    reply = browser.http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    for _ in range(5):
+        if not reply.is_redirect:
+            break
+        location = urllib.parse.urljoin(reply.url, reply.headers["Location"])
+        check(location.startswith(BASE + "/"), f"{what} (control): redirected away to {location}")
+        reply = browser.http.get(location, allow_redirects=False, timeout=TIMEOUT)
+    check(reply.status_code == 200 and login_form(reply.text)[0] is not None, f"{what} (control): no login page: {show(reply)}")
+
+
 @case
 def oidcc_ensure_registered_redirect_uri():
-    """oidcc-ensure-registered-redirect-uri: an unregistered redirect_uri gets an error page, never a redirect."""
-    evil = "https://attacker.example/callback"
-    params, _, _ = authorization_params(WEB, redirect_uri=evil)
-    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
-    check(400 <= reply.status_code < 500, f"unregistered redirect_uri: expected a 4xx error page, got {reply.status_code}")
-    check(evil not in reply.headers.get("Location", ""), f"redirected to the unregistered URI: {reply.headers.get('Location')}")
-    # a registered path on another port is fine for loopback only; another path is not
-    other = "http://127.0.0.1:5555/not-registered"
-    params, _, _ = authorization_params(WEB, redirect_uri=other)
-    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
-    check(400 <= reply.status_code < 500 and "Location" not in reply.headers,
-          f"loopback with an unregistered path: expected an error page, got {reply.status_code} {reply.headers.get('Location')}")
+    """oidcc-ensure-registered-redirect-uri: an unregistered redirect_uri gets an error page, never a redirect
+    (another host; and a loopback URI with the registered host but another path)."""
+    params, _, redirect = authorization_params(WEB)
+    expect_login_page(params, "registered redirect_uri")
+    for evil in ("https://attacker.example/rp/callback", redirect.replace("/rp/callback", "/rp/other"),
+                 redirect + "/more", redirect + "?x=1"):
+        expect_error_page(_authorize_raw(dict(params, redirect_uri=evil)), f"redirect_uri {evil}")
 
 
 @case
 def oidcc_unknown_client_no_redirect():
-    params, _, _ = authorization_params(WEB, client_id="no-such-client-" + secrets.token_hex(4))
-    reply = requests.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
-    check(400 <= reply.status_code < 500 and "Location" not in reply.headers,
-          f"unknown client_id: expected an error page, got {reply.status_code} {reply.headers.get('Location')}")
+    params, _, _ = authorization_params(WEB)
+    reply = _authorize_raw(dict(params, client_id="cci_" + secrets.token_urlsafe(16)[:22]))
+    check(reply.status_code in (400, 401) and "Location" not in reply.headers,
+          f"unknown client_id: expected an error page, got {show(reply)}")
 
 
 @case
@@ -362,16 +380,27 @@ def oidcc_refresh_token():
 
 @case
 def oidcc_response_type_missing():
-    """oidcc-response-type-missing: no response_type → an error (in the redirect or on a page), never a code."""
+    """oidcc-response-type-missing: no response_type → an error (in the redirect, or a 400 page), never a code."""
     params, _, redirect = authorization_params(WEB, response_type=None)
-    reply = Browser().http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=False, timeout=TIMEOUT)
+    reply = _authorize_raw(params)
     if reply.is_redirect:
         location = reply.headers["Location"]
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
-        check("code" not in query and query.get("error") in (["invalid_request"], ["unsupported_response_type"]),
+        check(same_endpoint(location, redirect), f"no response_type: redirected to {location}")
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
+        check("code" not in query and query.get("error") in ("invalid_request", "unsupported_response_type"),
               f"no response_type: redirected to {location}")
+        check(query.get("state") == params["state"], f"no response_type: error without the state: {location}")
     else:
-        check(400 <= reply.status_code < 500, f"no response_type: {reply.status_code}")
+        expect_error_page(reply, "no response_type")
+    # response_type=token (implicit, gone in OAuth 2.1) is refused the same way
+    reply = _authorize_raw(dict(params, response_type="token"))
+    if reply.is_redirect:
+        location = reply.headers["Location"]
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query + "&" + urllib.parse.urlsplit(location).fragment))
+        check("access_token" not in query and query.get("error") == "unsupported_response_type",
+              f"response_type=token: redirected to {location}")
+    else:
+        expect_error_page(reply, "response_type=token")
 
 
 if __name__ == "__main__":
