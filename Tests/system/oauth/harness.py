@@ -355,14 +355,15 @@ class Browser:
 
 
 def authorization_params(client_name, scope="openid profile email offline_access", nonce=True, **extra):
-    """A complete, valid authorization request: answers (params, verifier, redirect_uri)."""
+    """A complete, valid authorization request: answers (params, verifier, redirect_uri). nonce: True (a
+    random one), False (none) or the nonce to send."""
     verifier, challenge = pkce()
     redirect = redirect_uri(client_name)
     params = {"response_type": "code", "client_id": client(client_name)["clientId"], "redirect_uri": redirect,
               "scope": scope, "state": secrets.token_urlsafe(16), "code_challenge": challenge,
               "code_challenge_method": "S256"}
     if nonce:
-        params["nonce"] = secrets.token_urlsafe(16)
+        params["nonce"] = nonce if isinstance(nonce, str) else secrets.token_urlsafe(16)
     params.update(extra)
     return {k: v for k, v in params.items() if v is not None}, verifier, redirect
 

@@ -113,8 +113,8 @@ def oidcc_ensure_request_without_nonce_succeeds_for_code_flow():
 @case
 def oidcc_nonce_echoed():
     """The nonce sent is the nonce in the ID token, exactly (two different nonces, two ID tokens)."""
-    first, p1, _ = tokens_for(WEB, WHO, nonce=False, **{"nonce": "n-" + secrets.token_urlsafe(20)})
-    second, p2, _ = tokens_for(WEB, WHO, nonce=False, **{"nonce": "n-" + secrets.token_urlsafe(20)})
+    first, p1, _ = tokens_for(WEB, WHO, nonce="n-" + secrets.token_urlsafe(20))
+    second, p2, _ = tokens_for(WEB, WHO, nonce="n-" + secrets.token_urlsafe(20))
     check(id_token_claims(first, p1)["nonce"] == p1["nonce"], "first nonce")
     check(id_token_claims(second, p2)["nonce"] == p2["nonce"], "second nonce")
 

@@ -23,7 +23,7 @@ def relying_party(redirect):
     c = client(WEB)
     configs = {ISSUER: {
         "issuer": ISSUER, "client_id": c["clientId"], "client_secret": c["clientSecret"], "redirect_uris": [redirect],
-        "client_type": "oidc",
+        "client_type": "oidc", "client_authn_methods": ["client_secret_basic"],
         "preference": {"response_types": ["code"], "token_endpoint_auth_method": "client_secret_basic"},
         "add_ons": {"pkce": PKCE},
     }}
@@ -77,10 +77,11 @@ def idpyoidc_code_flow_id_token_and_userinfo():
     check(info is not None, f"idpyoidc: no userinfo in {sorted(result)}")
     check(info["sub"] == id_token["sub"], f"userinfo sub {info['sub']!r} != id_token sub {id_token['sub']!r}")
     check(info.get("email") == user(WHO)["handle"], f"userinfo email {info.get('email')!r}")
-    # the raw token the library verified also verifies with our own JWKS check
-    raw = result.get("token") or ""
-    if raw:
-        verify_jwt(raw, "access token", typ="at+jwt")
+    # the access token the library got is an RFC 9068 JWT of the issuer (our own JWKS check)
+    check(isinstance(result.get("token"), str), f"idpyoidc: no access token in {sorted(result)}")
+    _, access = verify_jwt(result["token"], "access token", typ="at+jwt")
+    check(access.get("sub") == id_token["sub"] and access.get("client_id") == client(WEB)["clientId"],
+          f"access token sub/client_id {access.get('sub')!r}/{access.get('client_id')!r}")
 
 
 @case
@@ -88,11 +89,17 @@ def idpyoidc_refresh_and_userinfo_again():
     rph, result, _ = sign_in()
     state = result["state"]
     before = rph.get_valid_access_token(state)[0]
+    stored = rph.get_client_from_session_key(state).get_context().cstate.get_set(state, claim=["refresh_token"])
+    old_refresh = stored.get("refresh_token")
+    check(isinstance(old_refresh, str), "idpyoidc kept no refresh token from the code exchange (offline_access asked)")
     refreshed = rph.refresh_access_token(state)
-    check(not refreshed.get("error") if hasattr(refreshed, "get") else True, f"idpyoidc refresh: {refreshed}")
+    check("error" not in refreshed, f"idpyoidc refresh: {refreshed.to_dict()}")
     check(refreshed.get("access_token") and refreshed["access_token"] != before, "idpyoidc refresh: no new access token")
+    check(refreshed.get("refresh_token") and refreshed["refresh_token"] != old_refresh,
+          "idpyoidc refresh: the refresh token was not rotated")
     info = rph.get_user_info(state, access_token=refreshed["access_token"])
-    check(info.get("sub") == user(WHO)["userId"].lower(), f"userinfo after refresh: {info.to_dict() if hasattr(info, 'to_dict') else info}")
+    check("error" not in info, f"userinfo after refresh: {info.to_dict()}")
+    check(info.get("sub") == user(WHO)["userId"].lower(), f"userinfo after refresh: {info.to_dict()}")
 
 
 if __name__ == "__main__":
