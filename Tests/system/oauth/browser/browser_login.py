@@ -37,7 +37,7 @@ import urllib.request
 import uuid
 
 from selenium import webdriver
-from selenium.common.exceptions import JavascriptException, NoSuchElementException, TimeoutException, WebDriverException
+from selenium.common.exceptions import JavascriptException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
@@ -278,9 +278,9 @@ HANDLE_FIELDS = ["input[name=handle]", "input[autocomplete~=username]", "input[t
 PASSWORD_FIELDS = ["input[type=password]"]
 CODE_FIELDS = ["input[autocomplete=one-time-code]", "input[name=code]", "input[name=totp]", "input[name=otp]",
                "input[inputmode=numeric]"]
-PASSKEY_BUTTONS = ["[data-passkey]", "#passkey", "button[name=passkey]", "button[value=passkey]",
-                   "//button[contains(translate(normalize-space(.), 'PASKEY', 'paskey'), 'passkey')]",
-                   "//a[contains(translate(normalize-space(.), 'PASKEY', 'paskey'), 'passkey')]"]
+# The hosted page's passkey block (HostedPasskeyRoutes.swift, "Stable contract").
+PASSKEY_BLOCK = "#cosync-passkey"
+PASSKEY_STATUS = "#passkey-status"
 
 
 def submit(browser, field):
@@ -457,8 +457,8 @@ def signup_code(server, app_id, handle):
     raise CheckFailed(f"no signup code e-mailed to {handle}")
 
 
-def register_passkey(browser, server, ctx):
-    """The user and its passkey, made by the virtual authenticator in a page of the issuer's origin."""
+def register_passkey_through_api(browser, server, ctx):
+    """The user and its passkey through the AppKey API (K3-K5), for a page that offers no passkey signup."""
     browser.driver.get(ctx["issuer"] + "/.well-known/openid-configuration")
     answer = browser.driver.execute_async_script(SIGNUP_JS, ctx["appToken"], ctx["handle"])
     if not answer.get("ok"):
@@ -467,37 +467,84 @@ def register_passkey(browser, server, ctx):
     done = browser.driver.execute_async_script(COMPLETE_JS, answer["signupToken"], code)
     if done["status"] != 200:
         raise CheckFailed(f"signupComplete: HTTP {done['status']} {done['body'][:300]}")
-    user = json.loads(done["body"])
-    ctx["userId"] = pick(user, "appUserId", "userId", "id")
-    log(f"passkey user {ctx['handle']} ({ctx['userId']}) signed up; the virtual authenticator holds "
-        f"{len(browser.driver.get_credentials())} credential(s)")
+    log(f"passkey user {ctx['handle']} signed up through the AppKey API (the page offers no passkey signup)")
+
+
+def user_id(server, app_id, handle):
+    _, found = server.admin("GET", f"/apps/{app_id}/users?query={urllib.parse.quote(handle)}", want=200)
+    ids = [u["userId"] for u in found.get("users", []) if u.get("handle") == handle]
+    if len(ids) != 1:
+        raise CheckFailed(f"user {handle} not found through the admin API: {str(found)[:300]}")
+    return ids[0]
+
+
+def passkey_block(browser, ctx, rp):
+    """Opens the protected page in a browser with no session, and waits for the hosted page's passkey block."""
+    # No cookie left from an earlier round (the relying party's session, the hosted page's browser session).
+    browser.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    browser.driver.get(rp + "/protected/claims.shtml")
+    browser.wait(lambda d: d.current_url.startswith(ctx["issuer"] + "/"), f"the redirect to the hosted page under {ctx['issuer']}", 20)
+    block = browser.wait(lambda d: browser.first([PASSKEY_BLOCK]), "the passkey block of the hosted page (#cosync-passkey)", 15)
+    return block
+
+
+def passkey_status(browser):
+    status = browser.first([PASSKEY_STATUS])
+    return status.text if status is not None else ""
 
 
 def login_with_passkey(browser, server, ctx, args, report):
     rp = f"http://127.0.0.1:{args.rp_passkey_port}"
-    browser.driver.get(rp + "/protected/claims.shtml")
-    browser.wait(lambda d: d.current_url.startswith(ctx["issuer"] + "/"), f"the redirect to the hosted page under {ctx['issuer']}", 20)
-    button = browser.wait(lambda d: browser.first(PASSKEY_BUTTONS), "a passkey button on the hosted page", 15)
+    passkey_block(browser, ctx, rp)
     log(f"hosted login page (AppKey app): {browser.driver.current_url.split('?')[0]} ({browser.driver.title!r})")
     try:
         accessibility(browser, "hosted login page of the AppKey app", report)
     except CheckFailed as error:
         browser.failures.append(str(error))
-    before = browser.driver.current_url
-    handle_field = browser.first(HANDLE_FIELDS)
-    if handle_field is not None and not handle_field.get_attribute("value"):
-        handle_field.send_keys(ctx["handle"])
-    button.click()
-    # A page that asks for the handle after the button was pressed.
-    time.sleep(0.5)
-    if browser.driver.current_url == before or not browser.driver.current_url.startswith(rp):
-        handle_field = browser.first(HANDLE_FIELDS)
-        if handle_field is not None and not handle_field.get_attribute("value"):
-            handle_field.send_keys(ctx["handle"])
-            submit(browser, handle_field)
-    shown = claims_page(browser, rp)
-    log(f"protected page (passkey): {shown}")
+
+    signup_sid = None
+    if browser.first(["#passkey-sign-up"]) is not None:
+        # Passkey signup on the hosted page: the virtual authenticator makes the credential, the code the
+        # server e-mailed completes the signup, and the browser goes on to the relying party.
+        browser.driver.find_element(By.ID, "passkey-signup-handle").send_keys(ctx["handle"])
+        browser.driver.find_element(By.ID, "passkey-display-name").send_keys("Browser Passkey")
+        browser.driver.find_element(By.ID, "passkey-sign-up").click()
+        try:
+            code_field = browser.wait(lambda d: browser.first(["#passkey-code"]), "the signup code step of the passkey block", 20)
+        except CheckFailed as error:
+            raise CheckFailed(f"{error} (the passkey block says {passkey_status(browser)!r})") from None
+        code_field.send_keys(signup_code(server, ctx["appId"], ctx["handle"]))
+        browser.driver.find_element(By.ID, "passkey-complete-signup").click()
+        ctx["userId"] = user_id(server, ctx["appId"], ctx["handle"])
+        shown = claims_page(browser, rp)
+        log(f"protected page (passkey signup on the hosted page): {shown}")
+        expect_claims(shown, ctx["userId"], ctx["handle"], ctx["issuer"], ctx["clientId"])
+        signup_sid = shown["sid"]
+    else:
+        register_passkey_through_api(browser, server, ctx)
+        ctx["userId"] = user_id(server, ctx["appId"], ctx["handle"])
+    credentials = browser.driver.get_credentials()
+    if len(credentials) != 1 or not credentials[0].is_resident_credential:
+        raise CheckFailed(f"the virtual authenticator holds {len(credentials)} credentials after the signup (one resident key expected)")
+    log(f"passkey user {ctx['handle']} ({ctx['userId']}); the virtual authenticator holds its resident key")
+
+    # A new sign-in with that passkey, from a browser with no session.
+    passkey_block(browser, ctx, rp)
+    handle_field = browser.driver.find_element(By.ID, "passkey-handle")
+    handle_field.clear()
+    handle_field.send_keys(ctx["handle"])
+    browser.driver.find_element(By.ID, "passkey-sign-in").click()
+    try:
+        shown = claims_page(browser, rp)
+    except CheckFailed as error:
+        status = passkey_status(browser)
+        raise CheckFailed(f"{error}" + (f" (the passkey block says {status!r})" if status else "")) from None
+    log(f"protected page (passkey sign-in): {shown}")
     expect_claims(shown, ctx["userId"], ctx["handle"], ctx["issuer"], ctx["clientId"])
+    if signup_sid is not None and shown["sid"] == signup_sid:
+        raise CheckFailed(f"the passkey sign-in shows the signup's session {signup_sid}: it did not sign in again")
+    if browser.driver.get_credentials()[0].sign_count < 1:
+        raise CheckFailed("the virtual authenticator's passkey was not used (sign count 0)")
 
 
 def main():
@@ -554,7 +601,6 @@ def main():
                 browser.driver.add_virtual_authenticator(VirtualAuthenticatorOptions(
                     protocol="ctap2", transport="internal", has_resident_key=True, has_user_verification=True,
                     is_user_consenting=True, is_user_verified=True))
-                register_passkey(browser, server, passkey_ctx)
                 login_with_passkey(browser, server, passkey_ctx, args, report)
             flows.append(("passkey", "passkey", passkey_flow))
         for label, name, flow in flows:
