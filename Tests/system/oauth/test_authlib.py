@@ -149,6 +149,7 @@ def authlib_refresh_reuse_after_grace_revokes_family():
     refreshed = oauth.refresh_token(endpoint("token_endpoint"), refresh_token=first_rt)
     second_rt = refreshed["refresh_token"]
     sid = access_claims(refreshed["access_token"], "native_short_grace")["sid"]
+    expect_status(userinfo(refreshed["access_token"]), 200, "userinfo before the reuse")
     time.sleep(2.5)
     expect_oauth_error(refresh_raw("native_short_grace", first_rt), "invalid_grant", "reuse of a rotated token after the grace window")
     expect_oauth_error(refresh_raw("native_short_grace", second_rt), "invalid_grant", "the successor after reuse detection")

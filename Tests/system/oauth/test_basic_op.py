@@ -358,6 +358,7 @@ def userinfo_after_session_revoked_by_admin():
     _, access = verify_jwt(body["access_token"], "access token", typ="at+jwt")
     sid = access.get("sid")
     check(isinstance(sid, str), f"access token: no sid in {access}")
+    expect_status(_userinfo(body["access_token"]), 200, "userinfo before the session was ended")
     reply = admin("DELETE", f"/apps/{WORLD['appId']}/users/{user(WHO)['userId']}/sessions/{sid}")
     check(reply.status_code in (200, 204), f"admin: ending the session: {reply.status_code} {reply.text[:300]}")
     expect_status(_userinfo(body["access_token"]), 401, "userinfo after the session was ended")
