@@ -239,6 +239,13 @@ class _Forms(HTMLParser):
             self.text.append(data.strip())
 
 
+def page_forms(html):
+    """Every form of a page: action, method, inputs and buttons (their attributes)."""
+    parser = _Forms()
+    parser.feed(html)
+    return parser.forms
+
+
 HANDLE_NAMES = ("handle", "email", "username", "user", "login", "login_hint", "identifier")
 
 

@@ -21,6 +21,7 @@ USERS = ("authlib", "idpyoidc", "basic", "exchange", "browser", "dpop")
 # listens there; the tests read the Location header instead.
 NATIVE_REDIRECTS = ["http://127.0.0.1/callback", "com.example.oauthtest:/callback"]
 WEB_REDIRECTS = ["http://127.0.0.1/rp/callback"]
+WEB_LOGGED_OUT = ["http://127.0.0.1/rp/logged-out"]
 SCOPES = ["openid", "profile", "email", "phone", "offline_access"]
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
@@ -39,7 +40,7 @@ CLIENTS = {
     },
     "web": {
         "name": "Web relying party", "kind": "confidential", "tokenEndpointAuthMethod": "client_secret_basic",
-        "redirectUris": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
+        "redirectUris": WEB_REDIRECTS, "postLogoutRedirectUris": WEB_LOGGED_OUT, "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES, "refreshGraceSeconds": 30, "dpopRequired": False,
     },
     "web_post": {
@@ -81,7 +82,8 @@ def main():
             if made.get(field) != body[field]:
                 raise SetupError(f"client {name}: {field} is {made.get(field)!r} after registering {body[field]!r}")
         client = {"clientId": made["clientId"], "authMethod": body["tokenEndpointAuthMethod"],
-                  "redirectURIs": body["redirectUris"], "refreshGraceSeconds": body["refreshGraceSeconds"]}
+                  "redirectURIs": body["redirectUris"], "postLogoutRedirectURIs": body.get("postLogoutRedirectUris", []),
+                  "refreshGraceSeconds": body["refreshGraceSeconds"]}
         if body["kind"] == "confidential":
             if not isinstance(made.get("clientSecret"), str):
                 raise SetupError(f"client {name}: no clientSecret in the creation answer")

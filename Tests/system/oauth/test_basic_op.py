@@ -11,7 +11,7 @@ import urllib.parse
 
 import requests
 
-from harness import (BASE, ISSUER, TIMEOUT, WORLD, Browser, admin, login_form, same_endpoint, show, authorization_params, basic_auth, case, check, client,
+from harness import (BASE, ISSUER, TIMEOUT, WORLD, Browser, admin, login_form, page_forms as _page_forms, same_endpoint, show, authorization_params, basic_auth, case, check, client,
                      discovery, endpoint, exchange_code, expect_json, expect_oauth_error, expect_status, half_hash,
                      jwks, pkce, run_cases, sign_in, token_request, tokens_for, user, verify_jwt)
 
@@ -240,6 +240,99 @@ def expect_login_page(params, what):
         check(location.startswith(BASE + "/"), f"{what} (control): redirected away to {location}")
         reply = browser.http.get(location, allow_redirects=False, timeout=TIMEOUT)
     check(reply.status_code == 200 and login_form(reply.text)[0] is not None, f"{what} (control): no login page: {show(reply)}")
+
+
+@case
+def oidcc_prompt_none_max_age_exceeded():
+    """prompt=none with a max_age the browser's sign-in is older than → login_required (no silent code)."""
+    browser = Browser()
+    _tokens_in(browser)
+    time.sleep(2.2)
+    params, _, redirect = authorization_params(WEB, prompt="none", max_age="1")
+    callback = browser.authorize(params, redirect, who=None)
+    check(callback.get("error") == "login_required" and "code" not in callback.params,
+          f"prompt=none, max_age=1, signed in 2 s ago: expected error=login_required, got {callback.url}")
+
+
+@case
+def oidcc_scope_narrows_claims():
+    """oidcc-scope-email / the openid scope alone: userinfo and the ID token carry email only when the email
+    scope was granted."""
+    body, params, _ = tokens_for(WEB, WHO, scope="openid")
+    claims = id_token_claims(body, params)
+    check("email" not in claims, f"scope openid: the ID token carries email {claims.get('email')!r}")
+    info = expect_json(_userinfo(body["access_token"]), 200, "userinfo (scope openid)")
+    check(info.get("sub") == claims["sub"], "userinfo sub")
+    check("email" not in info, f"scope openid: userinfo carries email {info.get('email')!r}")
+    body, params, _ = tokens_for(WEB, WHO, scope="openid email")
+    info = expect_json(_userinfo(body["access_token"]), 200, "userinfo (scope openid email)")
+    check(info.get("email") == user(WHO)["handle"], f"scope email: userinfo email {info.get('email')!r}")
+
+
+@case
+def oidcc_login_hint_prefills_handle():
+    """login_hint: the hosted page offers the hinted handle."""
+    params, _, _ = authorization_params(WEB, login_hint=user(WHO)["handle"])
+    browser = Browser()
+    reply = browser.http.get(endpoint("authorization_endpoint"), params=params, allow_redirects=True, timeout=TIMEOUT)
+    form, _ = login_form(reply.text)
+    check(form is not None, f"login_hint: no login page: {show(reply)}")
+    values = [i.get("value") for i in form["inputs"] if i.get("name") == "handle"]
+    check(values == [user(WHO)["handle"]], f"login_hint: the handle field holds {values!r}")
+
+
+@case
+def code_bound_to_its_client():
+    """A code issued to one client is refused to another (RFC 6749 §4.1.3), and stays usable by its own."""
+    callback, _, verifier, redirect, _ = sign_in(WEB, WHO)
+    expect_oauth_error(exchange_code("web_post", callback["code"], redirect, verifier), "invalid_grant",
+                       "a code of client web exchanged by client web_post")
+
+
+@case
+def rp_initiated_logout_ends_session():
+    """OpenID Connect RP-Initiated Logout: with id_token_hint the browser goes to the registered post-logout
+    URI with the state; the session's refresh and access tokens die, and the browser is signed out."""
+    browser = Browser()
+    body, _, _ = _tokens_in(browser)
+    expect_status(_userinfo(body["access_token"]), 200, "userinfo before logout")
+    target = client(WEB)["postLogoutRedirectURIs"][0]
+    state = secrets.token_urlsafe(12)
+    reply = browser.http.get(endpoint("end_session_endpoint"), allow_redirects=False, timeout=TIMEOUT, params={
+        "id_token_hint": body["id_token"], "post_logout_redirect_uri": target, "state": state})
+    check(reply.is_redirect, f"logout with id_token_hint: expected a redirect, got {show(reply)}")
+    location = reply.headers["Location"]
+    check(same_endpoint(location, target), f"logout: redirected to {location}, not {target}")
+    check(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)).get("state") == state, f"logout: state lost: {location}")
+    expect_status(_userinfo(body["access_token"]), 401, "userinfo after logout")
+    expect_oauth_error(token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}, basic_auth(WEB)),
+                       "invalid_grant", "refresh after logout")
+    params, _, redirect = authorization_params(WEB, prompt="none")
+    callback = browser.authorize(params, redirect, who=None)
+    check(callback.get("error") == "login_required", f"prompt=none after logout: {callback.url}")
+
+
+@case
+def logout_without_hint_needs_confirmation():
+    """Without id_token_hint a logout URL alone (a third-party page) signs nobody out: the page asks, and only the
+    confirmed form ends the browser's session."""
+    browser = Browser()
+    body, _, _ = _tokens_in(browser)
+    reply = browser.http.get(endpoint("end_session_endpoint"), params={"client_id": client(WEB)["clientId"]},
+                             allow_redirects=False, timeout=TIMEOUT)
+    check(reply.status_code == 200 and "html" in reply.headers.get("Content-Type", ""), f"logout without hint: {show(reply)}")
+    expect_status(_userinfo(body["access_token"]), 200, "userinfo after an unconfirmed logout")
+    forms = [f for f in _page_forms(reply.text) if f["method"] == "POST"]
+    check(len(forms) >= 1, f"logout without hint: no confirmation form: {reply.text[:300]!r}")
+    form = forms[0]
+    fields = [(i["name"], i.get("value", "")) for i in form["inputs"] if i.get("name") and i.get("type", "text").lower() != "submit"]
+    buttons = [b for b in form["buttons"] if b.get("name")]
+    if buttons:
+        fields.append((buttons[0]["name"], buttons[0].get("value", "")))
+    action = urllib.parse.urljoin(reply.url, form["action"] or reply.url)
+    done = browser.http.post(action, data=fields, allow_redirects=False, timeout=TIMEOUT, headers={"Origin": browser.origin})
+    check(done.status_code in (200, 302, 303), f"logout confirmation: {show(done)}")
+    expect_status(_userinfo(body["access_token"]), 401, "userinfo after the confirmed logout")
 
 
 @case
