@@ -48,6 +48,12 @@ CLIENTS = {
         "redirectUris": WEB_REDIRECTS, "grantTypes": ["authorization_code", "refresh_token"],
         "scopes": SCOPES, "refreshGraceSeconds": 30, "dpopRequired": False,
     },
+    # an app backend: client credentials and introspection
+    "backend": {
+        "name": "App backend", "kind": "confidential", "tokenEndpointAuthMethod": "client_secret_basic",
+        "redirectUris": [], "grantTypes": ["client_credentials"], "scopes": ["api:read", "api:write"],
+        "refreshGraceSeconds": 30, "dpopRequired": False,
+    },
 }
 
 
@@ -81,7 +87,7 @@ def main():
         for field in ("tokenEndpointAuthMethod", "redirectUris", "grantTypes", "refreshGraceSeconds", "dpopRequired"):
             if made.get(field) != body[field]:
                 raise SetupError(f"client {name}: {field} is {made.get(field)!r} after registering {body[field]!r}")
-        client = {"clientId": made["clientId"], "authMethod": body["tokenEndpointAuthMethod"],
+        client = {"clientId": made["clientId"], "authMethod": body["tokenEndpointAuthMethod"], "scopes": body["scopes"],
                   "redirectURIs": body["redirectUris"], "postLogoutRedirectURIs": body.get("postLogoutRedirectUris", []),
                   "refreshGraceSeconds": body["refreshGraceSeconds"]}
         if body["kind"] == "confidential":

@@ -176,6 +176,63 @@ def authlib_revocation_rfc7009():
     expect_status(reply, 200, "revocation of an unknown token")
 
 
+def backend(scope="api:read"):
+    c = client("backend")
+    return OAuth2Session(client_id=c["clientId"], client_secret=c["clientSecret"], scope=scope,
+                         token_endpoint_auth_method="client_secret_basic", timeout=TIMEOUT)
+
+
+@case
+def authlib_client_credentials():
+    """An app backend's own token (RFC 6749 §4.4): an RFC 9068 JWT naming the client, no user, no session, no
+    refresh token; user scopes (openid) are not for it."""
+    oauth = backend()
+    token = oauth.fetch_token(endpoint("token_endpoint"), grant_type="client_credentials")
+    check_bearer(token, "client_credentials")
+    check("refresh_token" not in token, "client_credentials: a refresh token was issued (RFC 6749 §4.4.3)")
+    _, claims = verify_jwt(token["access_token"], "client_credentials access token", typ="at+jwt")
+    cid = client("backend")["clientId"]
+    check(claims.get("client_id") == cid and claims.get("sub") == cid, f"client_credentials: client_id/sub {claims.get('client_id')!r}/{claims.get('sub')!r}")
+    check("sid" not in claims, f"client_credentials: a session in the token: {claims.get('sid')!r}")
+    check(claims.get("scope") == "api:read", f"client_credentials: scope {claims.get('scope')!r}")
+    try:
+        backend("openid api:read").fetch_token(endpoint("token_endpoint"), grant_type="client_credentials")
+    except OAuthError as error:
+        check(error.error == "invalid_scope", f"client_credentials with openid: {error.error}")
+    else:
+        raise AssertionError("client_credentials with the openid scope was granted")
+    # a public client cannot use it
+    reply = token_request({"grant_type": "client_credentials", "client_id": client("native")["clientId"]})
+    expect_oauth_error(reply, ("unauthorized_client", "invalid_client"), "client_credentials by a public client")
+
+
+@case
+def authlib_introspection_rfc7662():
+    """The backend introspects a user's tokens (RFC 7662): active with sub, client_id and scope while live,
+    inactive after revocation; a public client may not introspect."""
+    user_session, token, _ = authlib_sign_in()
+    oauth = backend()
+    url = endpoint("introspection_endpoint")
+    answer = expect_json(oauth.introspect_token(url, token=token["access_token"], token_type_hint="access_token"), 200,
+                         "introspection of an access token")
+    check(answer.get("active") is True, f"introspection: {answer}")
+    check(answer.get("sub") == user("authlib")["userId"].lower() and answer.get("client_id") == client("native")["clientId"],
+          f"introspection: sub/client_id {answer.get('sub')!r}/{answer.get('client_id')!r}")
+    check("openid" in str(answer.get("scope", "")).split(), f"introspection: scope {answer.get('scope')!r}")
+    answer = expect_json(oauth.introspect_token(url, token=token["refresh_token"], token_type_hint="refresh_token"), 200,
+                         "introspection of a refresh token")
+    check(answer.get("active") is True and answer.get("sub") == user("authlib")["userId"].lower(), f"introspection (refresh): {answer}")
+    answer = expect_json(oauth.introspect_token(url, token="garbage-" + secrets.token_hex(8)), 200, "introspection of garbage")
+    check(answer == {"active": False}, f"introspection of garbage: {answer}")
+    public = requests.post(url, data={"token": token["access_token"], "client_id": client("native")["clientId"]}, timeout=TIMEOUT)
+    expect_oauth_error(public, "invalid_client", "introspection by a public client", status=401)
+    expect_status(user_session.revoke_token(endpoint("revocation_endpoint"), token=token["refresh_token"],
+                                            token_type_hint="refresh_token"), 200, "revocation")
+    for kind in ("access_token", "refresh_token"):
+        answer = expect_json(oauth.introspect_token(url, token=token[kind], token_type_hint=kind), 200, f"introspection after revocation ({kind})")
+        check(answer.get("active") is False, f"introspection after revocation: the {kind} is still active: {answer}")
+
+
 def legacy_sid(access_token):
     parts = access_token.split(".")
     check(len(parts) == 3, f"the legacy access-token is not a JWT: {access_token[:40]}…")

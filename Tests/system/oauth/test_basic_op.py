@@ -406,6 +406,56 @@ def oidcc_client_secret_post():
     id_token_claims(body, params)
 
 
+@case
+def rfc6749_invalid_client_challenge():
+    """RFC 6749 §5.2: a client that authenticated with HTTP Basic and failed gets 401 with WWW-Authenticate: Basic."""
+    bad = base64.b64encode(f"{client(WEB)['clientId']}:wrong".encode()).decode()
+    reply = token_request({"grant_type": "refresh_token", "refresh_token": "x"}, {"Authorization": "Basic " + bad})
+    expect_oauth_error(reply, "invalid_client", "refresh with a wrong secret", status=401)
+    check(reply.headers.get("WWW-Authenticate", "").lower().startswith("basic"),
+          f"invalid_client after Basic: WWW-Authenticate {reply.headers.get('WWW-Authenticate')!r}")
+
+
+@case
+def rfc6749_duplicate_authorization_parameter():
+    """RFC 6749 §3.1: a parameter sent twice is an error, never a code."""
+    params, _, redirect = authorization_params(WEB)
+    query = urllib.parse.urlencode(list(params.items()) + [("scope", "openid")])
+    reply = requests.get(endpoint("authorization_endpoint") + "?" + query, allow_redirects=False, timeout=TIMEOUT)
+    if reply.is_redirect:
+        location = reply.headers["Location"]
+        check(same_endpoint(location, redirect) and "error=invalid_request" in location and "code=" not in location,
+              f"duplicate scope: redirected to {location}")
+    else:
+        expect_error_page(reply, "duplicate scope")
+
+
+@case
+def refresh_token_bound_to_its_client():
+    """A refresh token is the client's: another client presenting it gets invalid_grant, and the token still
+    works for its own client."""
+    body, _, _ = tokens_for(WEB, WHO)
+    c = client("web_post")
+    expect_oauth_error(token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"],
+                                      "client_id": c["clientId"], "client_secret": c["clientSecret"]}),
+                       "invalid_grant", "a refresh token of client web presented by client web_post")
+    expect_json(token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}, basic_auth(WEB)), 200,
+                "the refresh token with its own client afterwards")
+
+
+@case
+def refresh_scope_cannot_grow():
+    """RFC 6749 §6: a refresh may narrow the scope, never widen it."""
+    body, _, _ = tokens_for(WEB, WHO, scope="openid offline_access")
+    wider = token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"], "scope": "openid offline_access email"},
+                          basic_auth(WEB))
+    expect_oauth_error(wider, "invalid_scope", "refresh asking for a scope the grant lacks")
+    narrower = expect_json(token_request({"grant_type": "refresh_token", "refresh_token": body["refresh_token"], "scope": "openid"},
+                                         basic_auth(WEB)), 200, "refresh narrowing the scope")
+    _, claims = verify_jwt(narrower["access_token"], "narrowed access token", typ="at+jwt")
+    check(claims.get("scope", "").split() == ["openid"], f"narrowed refresh: access token scope {claims.get('scope')!r}")
+
+
 def _userinfo(token, method="GET"):
     url = endpoint("userinfo_endpoint")
     if method == "GET":
