@@ -90,6 +90,29 @@ public enum SessionStore {
             "UPDATE sessions SET proven_by = \(method.rawValue), proven_at = now() WHERE id = \(sessionId)", logger: logger)
     }
 
+    /// Locks a live session of `userId` in `appRef` against its deletion (`FOR KEY SHARE`, to the end of
+    /// the transaction) and answers its last proof; nil when it ended or expired. An OAuth grant is
+    /// written on a session after this (and after the user row's lock, the order revocations take).
+    static func lockLive(_ db: PostgresConnection, sessionId: UUID, appRef: Int64, userId: UUID, logger: Logger) async throws -> AuthProof? {
+        let rows = try await db.query(
+            """
+            SELECT \(unescaped: proofColumns) FROM sessions
+            WHERE id = \(sessionId) AND app_ref = \(appRef) AND user_id = \(userId) AND expires_at > now()
+            FOR KEY SHARE
+            """, logger: logger)
+        for try await (by, at) in rows.decode((String, Date).self) {
+            return AuthProof(method: .signIn(try method(by, column: "sessions.proven_by")), at: at, source: .session)
+        }
+        return nil
+    }
+
+    /// Moves a session's expiry out to `until` when that is later (never earlier): an OAuth grant's
+    /// session lives as long as the grant's refresh tokens may.
+    static func extend(_ db: PostgresConnection, sessionId: UUID, until: Date, logger: Logger) async throws {
+        try await db.query(
+            "UPDATE sessions SET expires_at = \(until) WHERE id = \(sessionId) AND expires_at < \(until)", logger: logger)
+    }
+
     /// Every access-token request runs it: a prepared statement, parsed and planned once per connection.
     /// `last_seen_at` moves at most every 5 minutes, so nearly every call only reads.
     struct LiveUser: PostgresPreparedStatement {
