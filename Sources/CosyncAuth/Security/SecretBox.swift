@@ -67,6 +67,13 @@ public struct SecretBox: Sendable {
         return try? AES.GCM.open(box, using: key, authenticating: Data(label.utf8))
     }
 
+    /// A key for another purpose (for example the HMAC key of DPoP nonces), derived from the master
+    /// key with HKDF-SHA256 under `label`: every node with the same master key derives the same key,
+    /// and knowing a derived key reveals nothing about the master key or the sealed values.
+    public func derivedKey(label: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("cosyncauth-derived-key:\(label)".utf8), outputByteCount: 32)
+    }
+
     public func openString(_ sealed: some DataProtocol, purpose: SealPurpose) throws -> String {
         guard let text = String(data: try open(sealed, purpose: purpose), encoding: .utf8) else {
             throw Failure.cannotOpen(purpose: purpose)
