@@ -33,8 +33,9 @@ public struct LimitHousekeeping: Service {
     public static let eventRetentionDays = 30
 
     /// One pass; returns how many rows were removed: idle counters, sessions expired for over a day,
-    /// expired WebAuthn challenges, AppKey signups and passkey resets expired for over a day, and events
-    /// past their retention (at most 10,000 a pass). Each table's rows go through its own store.
+    /// expired WebAuthn challenges, AppKey signups and passkey resets expired for over a day, events
+    /// past their retention (at most 10,000 a pass), and DPoP proofs seen that left their window. Each
+    /// table's rows go through its own store.
     @discardableResult
     public func purge() async throws -> Int {
         try await client.withConnection {
@@ -44,6 +45,7 @@ public struct LimitHousekeeping: Service {
                 + PasskeyStore.purgeExpiredSignups($0, logger: logger)
                 + PasskeyStore.purgeExpiredResets($0, logger: logger)
                 + EventStore.purgeOld($0, olderThanDays: Self.eventRetentionDays, logger: logger)
+                + OAuthDPoPProofStore.purgeExpired($0, logger: logger)
         }
     }
 }
