@@ -12,8 +12,8 @@
 #   BIN       the built server (default: .build/debug/cosyncauth)
 #   PGPORT    a PostgreSQL on 127.0.0.1 (user postgres, trust), as Tests/test.sh starts; or DATABASE_URL
 #             (its database part is replaced by BROWSER_DB). Neither: a throwaway cluster is started here.
-#   BROWSER_DB=cosyncauth_browser   PYTHON (default: .local/test-venv/bin/python; selenium and
-#   axe-selenium-python are installed into it when missing)   SCREENSHOT_DIR (default /tmp)
+#   BROWSER_DB=cosyncauth_browser   PYTHON (used when it has selenium and axe-selenium-python, else
+#   .local/test-venv/bin/python, into which requirements.txt is installed when missing)   SCREENSHOT_DIR (/tmp)
 # Needs the Debian packages apache2, libapache2-mod-auth-openidc, chromium, chromium-driver, openssl.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
@@ -23,7 +23,10 @@ cd "$ROOT"
 . "$ROOT/deploy/lib/postgres.sh"
 
 BIN="${BIN:-$ROOT/.build/debug/cosyncauth}"
-PYTHON="${PYTHON:-$ROOT/.local/test-venv/bin/python}"
+# The caller's Python when it has the browser packages, else the test venv (made by Tests/test.sh).
+if [ -z "${PYTHON:-}" ] || ! "$PYTHON" -c "import selenium, axe_selenium_python" 2>/dev/null; then
+  PYTHON="$ROOT/.local/test-venv/bin/python"
+fi
 BROWSER_DB="${BROWSER_DB:-cosyncauth_browser}"
 [ -x "$BIN" ] || { echo "browser: no server binary at $BIN (run swift build first)" >&2; exit 2; }
 missing=""
