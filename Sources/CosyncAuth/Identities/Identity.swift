@@ -10,6 +10,11 @@ public enum IdentityKind: String, Sendable, CaseIterable {
     case anonymous
     /// A WebAuthn credential (the passkey API); the subject is the credential id, base64url.
     case passkey
+    /// An account the app's own backend vouches for (the JWT-bearer grant); the subject is the
+    /// assertion's `sub`.
+    case custom
+    /// An account of an upstream OpenID provider; the subject is `<provider issuer>|<sub>`.
+    case oidc
 
     public init(_ provider: SocialProvider) {
         switch provider {

@@ -49,7 +49,7 @@ extension UserAdministration {
             switch removed.kind {
             case .password: try await UserStore.clearPassword(db, id: user.id, logger: logger)
             case .apple, .google: try await UserStore.spendSocialEmailLink(db, userId: user.id, logger: logger)
-            case .anonymous, .passkey: break
+            case .anonymous, .passkey, .custom, .oidc: break
             }
             try await Events.record(db, app: app, type: .identityDetached, user: user, data: ["kind": .string(removed.kind.rawValue)], logger: logger)
             try await AuditLog.record(db, appRef: app.ref, appId: app.appId, actor: actor, action: "identity.detach", detail: detail, logger: logger)

@@ -16,6 +16,8 @@ public struct OAuthServices: Sendable {
     /// The server's public base URL, without a trailing slash.
     public let publicURL: String
     public let logger: Logger
+    /// JWK sets fetched from URLs apps registered (backends' assertion keys, upstream providers), cached on this node.
+    public let remoteKeys = RemoteKeySets()
 
     public init(
         client: PostgresClient, apps: AppAdministration, tokens: TokenIssuer, flows: EndUserFlows, box: SecretBox, publicURL: String,

@@ -46,6 +46,8 @@ public struct LimitHousekeeping: Service {
                 + PasskeyStore.purgeExpiredResets($0, logger: logger)
                 + EventStore.purgeOld($0, olderThanDays: Self.eventRetentionDays, logger: logger)
                 + OAuthDPoPProofStore.purgeExpired($0, logger: logger)
+                + OAuthAssertionJTIStore.purgeExpired($0, logger: logger)
+                + OAuthUpstreamLoginStore.purgeExpired($0, logger: logger)
         }
     }
 }

@@ -11,6 +11,10 @@ public enum SessionMethod: String, Sendable, CaseIterable {
     case google
     /// A passkey ceremony of the AppKey API (login, verify, signup, anonymous).
     case passkey
+    /// A JWT-bearer assertion of the app's backend (OAuth, RFC 7523).
+    case custom
+    /// An upstream OpenID provider's ID token (OAuth: the hosted page, or a token exchange).
+    case oidc
 
     /// The kind of identity a session of this method is opened with (and ends with).
     public var identityKind: IdentityKind? {
@@ -20,6 +24,8 @@ public enum SessionMethod: String, Sendable, CaseIterable {
         case .apple: .apple
         case .google: .google
         case .passkey: .passkey
+        case .custom: .custom
+        case .oidc: .oidc
         }
     }
 }

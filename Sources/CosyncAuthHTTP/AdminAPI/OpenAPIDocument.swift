@@ -121,7 +121,7 @@ enum OpenAPIDocument {
         Operation(method: "get", path: "/healthz", summary: "Liveness", auth: .none, success: ("200", "Status")),
         Operation(method: "get", path: "/readyz", summary: "Readiness: database reachable, migrations applied",
                   auth: .none, success: ("200", "Status")),
-    ]
+    ] + federationOperations
 
     static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
     static func type(_ name: String, _ extra: [String: JSONValue] = [:]) -> JSONValue {
@@ -462,7 +462,7 @@ enum OpenAPIDocument {
             "WebhookReplay": object(["replayed": type("integer", ["minimum": .int(0)])], required: ["replayed"]),
             "JWKS": object(["keys": type("array", ["items": type("object", ["required": strings(["kid", "kty"])])])], required: ["keys"]),
             "Status": object(["status": type("string")], required: ["status"]),
-        ]
+        ].merging(federationSchemas) { a, _ in a }
     }()
 
     // MARK: parameters, statuses and links
@@ -470,7 +470,7 @@ enum OpenAPIDocument {
     static func pathParameter(_ name: String) -> JSONValue {
         let schema: JSONValue = switch name {
         case "appId": appIdSchema
-        case "userId", "id", "sessionId", "identityId", "webhookId", "passkeyId": uuid
+        case "userId", "id", "sessionId", "identityId", "webhookId", "passkeyId", "keyId", "providerId": uuid
         case "messageId": type("string", ["pattern": .string("^msg_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")])
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
@@ -505,7 +505,7 @@ enum OpenAPIDocument {
         // 409: a clash with stored data, or a rule of the app's stored settings (its locales, password
         // policy, invite fields, providers, attestation anchors).
         if ["UserInput", "UserPatch", "InviteInput", "IdentityLinkInput", "UpgradeInput", "WebhookInput", "PasswordInput", "AppInput"]
-            .contains(op.body ?? "") { statuses.insert("409") }
+            .contains(op.body ?? "") || federationConflicts.contains(op.body ?? "") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/identities/{identityId}") { statuses.insert("409") }
         if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
         if op.path.hasSuffix("/passkey-reset") { statuses.insert("409") }  // not an AppKey app

@@ -34,6 +34,7 @@ struct OAuthRoutes {
         AuthorizeRoutes(services: services).register(on: issuer)
         HostedLoginRoutes(services: services).register(on: issuer)
         TokenRoutes(services: services).register(on: issuer)
+        UpstreamRoutes(services: services).register(on: issuer)
     }
 }
 

@@ -34,6 +34,7 @@ public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext
     IdentityRoutes(services: services).register(on: app)
     RecordRoutes(services: services).register(on: app)
     WebhookRoutes(services: services).register(on: app)
+    OAuthFederationRoutes(services: services).register(on: app)
     return router
 }
 
