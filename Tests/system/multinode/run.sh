@@ -144,6 +144,10 @@ log "3 nodes ready on ports ${NODE_PORTS[1]} ${NODE_PORTS[2]} ${NODE_PORTS[3]} (
 "$PY" "$ROOT/Tests/system/multinode/passkey_cross_node.py" "$COSYNC_OPERATOR_TOKEN" "$(node_url 1)" "$(node_url 2)" "$(node_url 3)" \
   | sed 's/^/    /' || die "a passkey ceremony did not complete across nodes"
 log "passkey ceremonies completed across nodes"
+# OAuth refresh-token rotation decided by PostgreSQL: 20 concurrent refreshes over the nodes, then reuse detection.
+"$PY" "$ROOT/Tests/system/multinode/refresh_race.py" "$COSYNC_OPERATOR_TOKEN" "$(node_url 1)" "$(node_url 2)" "$(node_url 3)" \
+  | sed 's/^/    /' || die "the OAuth refresh race across nodes failed"
+log "OAuth refresh race across nodes: one successor, reuse revokes the family"
 
 NGINX_PORT="$(pg_free_port 18680)"
 NGINX_DIR="$TMP/nginx"; mkdir -p "$NGINX_DIR/logs"
