@@ -70,6 +70,9 @@ struct OpenAPITests {
                     .replacingOccurrences(of: "{identityId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{passkeyId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{webhookId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{clientId}", with: "cci_" + String(repeating: "A", count: 22))
+                    .replacingOccurrences(of: "{keyId}", with: UUID().uuidString.lowercased())
+                    .replacingOccurrences(of: "{providerId}", with: UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{messageId}", with: "msg_" + UUID().uuidString.lowercased())
                     .replacingOccurrences(of: "{template}", with: "signUp").replacingOccurrences(of: "{locale}", with: "EN")
                 for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE"] where !methods.contains(method) {

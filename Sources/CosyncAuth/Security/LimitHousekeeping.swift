@@ -34,20 +34,26 @@ public struct LimitHousekeeping: Service {
 
     /// One pass; returns how many rows were removed: idle counters, sessions expired for over a day,
     /// expired WebAuthn challenges, AppKey signups and passkey resets expired for over a day, events
-    /// past their retention (at most 10,000 a pass), and DPoP proofs seen that left their window. Each
-    /// table's rows go through its own store.
+    /// past their retention (at most 10,000 a pass), expired OAuth client assertions, and DPoP proofs seen
+    /// that left their window. Each table's rows go through its own store.
     @discardableResult
     public func purge() async throws -> Int {
-        try await client.withConnection {
-            try await ThrottleStore.purgeIdle($0, idleSeconds: idleSeconds, logger: logger)
-                + SessionStore.purgeExpired($0, logger: logger)
-                + ChallengeStore.purgeExpired($0, logger: logger)
-                + PasskeyStore.purgeExpiredSignups($0, logger: logger)
-                + PasskeyStore.purgeExpiredResets($0, logger: logger)
-                + EventStore.purgeOld($0, olderThanDays: Self.eventRetentionDays, logger: logger)
-                + OAuthDPoPProofStore.purgeExpired($0, logger: logger)
-                + OAuthAssertionJTIStore.purgeExpired($0, logger: logger)
-                + OAuthUpstreamLoginStore.purgeExpired($0, logger: logger)
+        // One statement per store, summed one by one (a single long `+` chain is too slow to type-check).
+        try await client.withConnection { db in
+            var removed = 0
+            removed += try await ThrottleStore.purgeIdle(db, idleSeconds: idleSeconds, logger: logger)
+            removed += try await SessionStore.purgeExpired(db, logger: logger)
+            removed += try await ChallengeStore.purgeExpired(db, logger: logger)
+            removed += try await PasskeyStore.purgeExpiredSignups(db, logger: logger)
+            removed += try await PasskeyStore.purgeExpiredResets(db, logger: logger)
+            removed += try await EventStore.purgeOld(db, olderThanDays: Self.eventRetentionDays, logger: logger)
+            removed += try await OAuthDPoPProofStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthRefreshTokenStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthGrantStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthClientAssertionStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthAssertionJTIStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthUpstreamLoginStore.purgeExpired(db, logger: logger)
+            return removed
         }
     }
 }

@@ -67,3 +67,58 @@ enum OAuthClientStore {
             """, logger: logger)
     }
 }
+
+extension OAuthClientStore {
+    /// The client `clientId` of the app, locked for a change in the caller's transaction.
+    static func lock(_ db: PostgresConnection, appRef: Int64, clientId: String, logger: Logger) async throws -> OAuthClient? {
+        let rows = try await db.query(
+            "SELECT \(unescaped: columns) FROM oauth_clients WHERE app_ref = \(appRef) AND client_id = \(clientId) FOR UPDATE", logger: logger)
+        for try await row in rows { return try decode(row) }
+        return nil
+    }
+
+    /// How many clients the app has.
+    static func count(_ db: PostgresConnection, appRef: Int64, logger: Logger) async throws -> Int {
+        let rows = try await db.query("SELECT count(*)::int FROM oauth_clients WHERE app_ref = \(appRef)", logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
+    }
+
+    /// Writes every changeable column of `c` (the row `c.ref`) and stamps `updated_at`; the row as stored,
+    /// or nil when it is gone.
+    static func update(_ db: PostgresConnection, _ c: OAuthClient, logger: Logger) async throws -> OAuthClient? {
+        let rows = try await db.query(
+            """
+            UPDATE oauth_clients SET name = \(c.name), auth_method = \(c.authMethod.rawValue), secret_hash = \(c.secretHash),
+                jwks = \(c.jwks), jwks_uri = \(c.jwksURI), redirect_uris = \(c.redirectURIs),
+                post_logout_redirect_uris = \(c.postLogoutRedirectURIs), grant_types = \(c.grantTypes.map(\.rawValue)), scopes = \(c.scopes),
+                access_token_seconds = \(c.accessTokenSeconds), refresh_sliding_seconds = \(c.refreshSlidingSeconds),
+                refresh_absolute_seconds = \(c.refreshAbsoluteSeconds), refresh_grace_seconds = \(c.refreshGraceSeconds),
+                dpop_required = \(c.dpopRequired), updated_at = now()
+            WHERE id = \(c.ref) AND app_ref = \(c.appRef)
+            RETURNING \(unescaped: columns)
+            """, logger: logger)
+        for try await row in rows { return try decode(row) }
+        return nil
+    }
+
+    /// Replaces the secret's hash of the client `ref`; the row as stored, or nil when it is gone.
+    static func setSecret(_ db: PostgresConnection, ref: UUID, secretHash: Data, logger: Logger) async throws -> OAuthClient? {
+        let rows = try await db.query(
+            """
+            UPDATE oauth_clients SET secret_hash = \(secretHash), updated_at = now() WHERE id = \(ref)
+            RETURNING \(unescaped: columns)
+            """, logger: logger)
+        for try await row in rows { return try decode(row) }
+        return nil
+    }
+
+    /// Deletes the client `clientId` of the app (its codes, grants and refresh tokens go with it, by
+    /// the foreign keys); the row id it had, or nil when there was none.
+    static func delete(_ db: PostgresConnection, appRef: Int64, clientId: String, logger: Logger) async throws -> UUID? {
+        let rows = try await db.query(
+            "DELETE FROM oauth_clients WHERE app_ref = \(appRef) AND client_id = \(clientId) RETURNING id", logger: logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        return nil
+    }
+}

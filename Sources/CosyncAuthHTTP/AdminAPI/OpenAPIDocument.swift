@@ -115,6 +115,23 @@ enum OpenAPIDocument {
         Operation(method: "post", path: "/admin/v1/apps/{appId}/webhooks/{webhookId}/replay",
                   summary: "Send again every delivered or dead message since a time", auth: .operatorOrAppSecret,
                   body: "WebhookReplayInput", success: ("202", "WebhookReplay")),
+        // OAuth clients (<doc:OAuth> §2); their schemas are in OpenAPIDocument+OAuthClients.swift.
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/oauth/clients", summary: "The app's OAuth clients, oldest first",
+                  auth: .operatorOrAppSecret, success: ("200", "OAuthClientList")),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/oauth/clients",
+                  summary: "Register an OAuth client (a client_secret_basic or _post client's clientSecret is shown only in this answer)",
+                  auth: .operatorOrAppSecret, body: "OAuthClientInput", success: ("201", "OAuthClientWritten")),
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/oauth/clients/{clientId}", summary: "Read an OAuth client",
+                  auth: .operatorOrAppSecret, success: ("200", "OAuthClient")),
+        Operation(method: "patch", path: "/admin/v1/apps/{appId}/oauth/clients/{clientId}",
+                  summary: "Change an OAuth client (a move from private_key_jwt to a secret method answers the new clientSecret)",
+                  auth: .operatorOrAppSecret, body: "OAuthClientPatch", success: ("200", "OAuthClientWritten")),
+        Operation(method: "delete", path: "/admin/v1/apps/{appId}/oauth/clients/{clientId}",
+                  summary: "Delete an OAuth client; its codes, grants and refresh tokens end with it", auth: .operatorOrAppSecret,
+                  success: ("204", nil)),
+        Operation(method: "post", path: "/admin/v1/apps/{appId}/oauth/clients/{clientId}/secret/rotate",
+                  summary: "Issue a new client secret (shown only in this answer); the old one stops working at once",
+                  auth: .operatorOrAppSecret, success: ("200", "OAuthClientSecretRotation")),
         Operation(method: "get", path: "/admin/v1/openapi.json", summary: "This document", auth: .none, success: ("200", nil)),
         Operation(method: "get", path: "/apps/{appId}/.well-known/jwks.json", summary: "The app's public keys (JWKS)",
                   auth: .none, success: ("200", "JWKS")),
@@ -472,6 +489,7 @@ enum OpenAPIDocument {
         case "appId": appIdSchema
         case "userId", "id", "sessionId", "identityId", "webhookId", "passkeyId", "keyId", "providerId": uuid
         case "messageId": type("string", ["pattern": .string("^msg_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")])
+        case "clientId": type("string", ["pattern": .string(OAuthClientAdministration.clientIdPattern)])
         case "template": enumeration(EmailTemplate.names)
         case "locale": type("string", ["pattern": .string("^[A-Za-z]{2}$")])
         default: type("string")
@@ -510,6 +528,8 @@ enum OpenAPIDocument {
         if op.method == "delete" && op.path.hasSuffix("/passkeys/{passkeyId}") { statuses.insert("409") }
         if op.path.hasSuffix("/passkey-reset") { statuses.insert("409") }  // not an AppKey app
         if op.path.hasSuffix("/replay") { statuses.insert("409") }  // the endpoint is disabled
+        // OAuth clients: too many; a change that conflicts with the stored client; no secret to rotate.
+        if ["OAuthClientInput", "OAuthClientPatch"].contains(op.body ?? "") || op.path.hasSuffix("/secret/rotate") { statuses.insert("409") }
         return statuses.sorted()
     }
 
@@ -557,6 +577,12 @@ enum OpenAPIDocument {
         case ("get", "\(apps)/webhooks"):
             result = targets(under: "\(apps)/webhooks/{webhookId}", with: ["appId", "webhookId"])
                 .map { link(to: $0, ["appId": "$request.path.appId", "webhookId": "$response.body#/webhooks/0/webhookId"]) }
+        case ("post", "\(apps)/oauth/clients"):
+            result = targets(under: "\(apps)/oauth/clients/{clientId}", with: ["appId", "clientId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "clientId": "$response.body#/clientId"]) }
+        case ("get", "\(apps)/oauth/clients"):
+            result = targets(under: "\(apps)/oauth/clients/{clientId}", with: ["appId", "clientId"])
+                .map { link(to: $0, ["appId": "$request.path.appId", "clientId": "$response.body#/clients/0/clientId"]) }
         case ("get", "\(apps)/users/{userId}/sessions"), ("get", "\(apps)/users/{userId}/identities"),
              ("get", "\(apps)/users/{userId}/passkeys"):
             // The first item's id reaches the item's own routes (ending a session, detaching an identity, removing a passkey).
@@ -641,7 +667,7 @@ enum OpenAPIDocument {
                                 """)]),
             "paths": .object(paths.mapValues { .object($0) }),
             "components": .object([
-                "schemas": .object(schemas),
+                "schemas": .object(schemas.merging(oauthClientSchemas) { a, _ in a }),
                 "securitySchemes": .object(["bearer": .object(["type": .string("http"), "scheme": .string("bearer")])]),
             ]),
         ])

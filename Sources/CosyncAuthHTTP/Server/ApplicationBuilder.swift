@@ -35,6 +35,7 @@ public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext
     RecordRoutes(services: services).register(on: app)
     WebhookRoutes(services: services).register(on: app)
     OAuthFederationRoutes(services: services).register(on: app)
+    OAuthClientRoutes(services: services).register(on: app)
     return router
 }
 
