@@ -391,6 +391,8 @@ import _CryptoExtras
         // Random bytes in every part, and random mutations of a good proof.
         var generator = SystemRandomNumberGenerator()
         let good = try Self.proof(signer, verifier: verifier)
+        // Two DPoP header fields reach the verifier joined by ", " (HTTPFields): refused (RFC 9449 §4.3).
+        await Self.expectRefused(verifier, good + ", " + good, "not a compact JWS")
         for round in 0..<300 {
             var bytes = Array(good.utf8)
             if round % 3 == 0 {
