@@ -570,6 +570,58 @@ struct OAuthAuthorizeTests {
         }
     }
 
+    @Test("end to end: the page's code at the token endpoint, its ID token as id_token_hint at logout; the refresh token dies with the session")
+    func endToEnd() async throws {
+        try await TestEnvironment.withAPI { api in
+            let f = try await Self.fixture(api)
+            let (verifier, challenge) = Self.pkce()
+            var browser = Browser(api: api)
+            let items = Self.queryItems(try await Self.signIn(f, &browser, challenge: challenge, extra: [("nonce", "nonce-e2e")]))
+            let code = try #require(items["code"])
+            let exchange = try await api.call(
+                .post, "\(f.base)/oauth/token", token: nil,
+                body: Self.form([("grant_type", "authorization_code"), ("code", code), ("redirect_uri", Self.redirect), ("client_id", f.clientId),
+                                 ("code_verifier", verifier)]),
+                contentType: "application/x-www-form-urlencoded")
+            #expect(exchange.status == .ok, "\(exchange.text)")
+            let idToken = try #require(exchange.object["id_token"]?.stringValue)
+            let refresh = try #require(exchange.object["refresh_token"]?.stringValue)
+            let claims = Base64URL.jwtPart(idToken, 1) ?? [:]
+            #expect(claims["nonce"] == .string("nonce-e2e") && claims["amr"] == .array([.string("pwd")]) && claims["iss"] == .string(f.issuer))
+
+            let out = try await browser.get(
+                "\(f.base)/oauth/logout?\(Self.form([("id_token_hint", idToken), ("post_logout_redirect_uri", Self.logoutRedirect), ("state", "s")]))")
+            #expect(out.status == .found && out.headers[.location] == Self.logoutRedirect + "?state=s", "\(out.status) \(out.text)")
+            let again = try await api.call(
+                .post, "\(f.base)/oauth/token", token: nil,
+                body: Self.form([("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", f.clientId)]),
+                contentType: "application/x-www-form-urlencoded")
+            #expect(again.status == .badRequest && again.object["error"] == .string("invalid_grant"), "\(again.text)")
+        }
+    }
+
+    @Test("waiting requests are counted per client address: past the window's quota, a page (429) and no row")
+    func requestQuota() async throws {
+        try await TestEnvironment.withAPI { api in
+            let f = try await Self.fixture(api)
+            let (_, challenge) = Self.pkce()
+            var browser = Browser(api: api)
+            #expect(try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))").status == .seeOther)
+            try await TestEnvironment.sql(
+                """
+                UPDATE rate_limits SET count = 300 WHERE subject LIKE 'oauth-request-ip:%'
+                  AND app_ref = (SELECT id FROM apps WHERE app_id = \(f.appId))
+                """)
+            let refused = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))")
+            #expect(refused.status == .tooManyRequests && refused.headers[.location] == nil, "\(refused.status)")
+            let pushed = try await api.call(
+                .post, "\(f.base)/oauth/par", token: nil, body: f.authorizeQuery(challenge: challenge), contentType: "application/x-www-form-urlencoded")
+            #expect(pushed.status == .tooManyRequests, "\(pushed.text)")
+            #expect(try await TestEnvironment.value(
+                "SELECT count(*)::int FROM oauth_requests r JOIN apps a ON a.id = r.app_ref WHERE a.app_id = \(f.appId)", as: Int.self) == 1)
+        }
+    }
+
     @Test("the request rules on their own: scopes, PKCE shape, prompt values, redirect building")
     func rules() throws {
         #expect(AuthorizationRules.redirect("https://a.example/cb?x=1", [("code", "a b"), ("state", nil), ("iss", "https://i/apps/1")])

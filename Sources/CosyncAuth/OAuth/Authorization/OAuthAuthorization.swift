@@ -122,14 +122,33 @@ public struct OAuthAuthorization: Sendable {
         // A signed-in user who must prove itself again (max_age) sees its own handle in the form.
         if let browser, request.prompt != .login, !Identifiers.isAnonymous(browser.user.handle) { stored["_prefill"] = browser.user.handle }
         let reference = Self.newReference()
-        try await client.withConnection { db in
-            try await OAuthRequestStore.insert(
-                db, handleHash: Secrets.sha256(reference), appRef: app.ref, clientRef: registered.ref, params: stored, pushed: false,
-                lifetimeSeconds: Self.requestLifetimeSeconds, logger: logger)
-            // Housekeeping on the way: waiting requests nobody finished.
-            if Int.random(in: 0..<16) == 0 { try await OAuthRequestStore.deleteExpired(db, logger: logger) }
+        guard try await store(app: app, clientRef: registered.ref, reference: reference, params: stored, pushed: false) else {
+            throw Refusal.page(.slowDown(retryAfter: 60))
         }
         return .signIn(reference: reference)
+    }
+
+    /// Waiting requests (for the page, or pushed) one client address may open per window: the
+    /// endpoints are open to anyone, and a flood must not fill the table.
+    public static let requestsPerAddress = 300
+    public static let requestWindowSeconds = 600
+
+    /// Stores a waiting request under the SHA-256 of `reference`, after taking one of the client
+    /// address's requests for the window (in the same transaction); false when they are used up.
+    func store(app: App, clientRef: UUID, reference: String, params: [String: String], pushed: Bool) async throws -> Bool {
+        let address = ClientOrigin.current.address ?? "-"
+        return try await client.transaction(logger: logger) { db in
+            guard try await ThrottleStore.take(
+                db, appRef: app.ref, subject: "oauth-request-ip:\(address)", limit: Self.requestsPerAddress,
+                windowSeconds: Self.requestWindowSeconds, logger: logger)
+            else { return false }
+            try await OAuthRequestStore.insert(
+                db, handleHash: Secrets.sha256(reference), appRef: app.ref, clientRef: clientRef, params: params, pushed: pushed,
+                lifetimeSeconds: pushed ? Self.pushedLifetimeSeconds : Self.requestLifetimeSeconds, logger: logger)
+            // Housekeeping on the way: waiting requests nobody finished.
+            if Int.random(in: 0..<16) == 0 { try await OAuthRequestStore.deleteExpired(db, logger: logger) }
+            return true
+        }
     }
 
     /// The `state` an error redirect may echo: the request's, unless it is itself what was wrong.
@@ -200,16 +219,14 @@ public struct OAuthAuthorization: Sendable {
             request = request.binding(dpopJKT: dpopJKT)
         }
         let reference = Self.newReference()
+        let stored: Bool
         do {
-            try await client.withConnection { db in
-                try await OAuthRequestStore.insert(
-                    db, handleHash: Secrets.sha256(reference), appRef: app.ref, clientRef: registered.ref, params: request.parameters, pushed: true,
-                    lifetimeSeconds: Self.pushedLifetimeSeconds, logger: logger)
-            }
+            stored = try await store(app: app, clientRef: registered.ref, reference: reference, params: request.parameters, pushed: true)
         } catch {
             logger.error("storing a pushed request failed", metadata: ["error": "\(String(reflecting: error))"])
             throw .serverError()
         }
+        guard stored else { throw .slowDown(retryAfter: 60) }
         return (Self.requestURIPrefix + reference, Self.pushedLifetimeSeconds)
     }
 
