@@ -10,15 +10,18 @@ help generation: nothing here looks at a response or decides whether a check pas
    an app is sent, a descriptor whose path overlaps an earlier one gets a fresh path, so that
    "schema-valid" keeps meaning "accepted". Nothing else in a generated request is changed, and
    negative (schema-breaking) requests are sent as generated.
-3. Real ids (Tests/system/fuzz/seed.py): every other positive draw of an operation's path parameters (all
+3. OAuth clients: the `redirect-uri` and `jwks-uri` formats get generators (RFC 8252's three kinds of
+   redirect URI; https URLs of public IPv4 literals), and the `jwks` of a positive request to register or
+   change a client becomes a JWKS of real public keys (a random string is no point on a curve).
+4. Real ids (Tests/system/fuzz/seed.py): every other positive draw of an operation's path parameters (all
    of them generated, none taken from a link) is replaced by the ids of live objects the operation needs:
    an app, a user, a session, an identity, a passkey, a pending signup, an invite, a template, a webhook
-   endpoint, a delivered webhook message. Drawing leaves a placeholder (quick, so generation stays fast);
-   before the call, the placeholder becomes the ids, made through the server's APIs when needed (a
-   DELETE gets an object of its own). So every operation also runs against objects that exist, in the
-   fuzzing and stateful phases, and the stateful phase follows links from real objects. Negative draws
-   and link values are never touched. Needs COSYNC_FUZZ_BASE_URL and COSYNC_FUZZ_OPERATOR_TOKEN
-   (admin.sh sets them); without them nothing is replaced.
+   endpoint, a delivered webhook message, an OAuth client. Drawing leaves a placeholder (quick, so
+   generation stays fast); before the call, the placeholder becomes the ids, made through the server's
+   APIs when needed (a DELETE gets an object of its own). So every operation also runs against objects
+   that exist, in the fuzzing and stateful phases, and the stateful phase follows links from real
+   objects. Negative draws and link values are never touched. Needs COSYNC_FUZZ_BASE_URL and
+   COSYNC_FUZZ_OPERATOR_TOKEN (admin.sh sets them); without them nothing is replaced.
 """
 import itertools
 import os
@@ -68,6 +71,33 @@ schemathesis.openapi.format(
         st.one_of(st.just(""), st.text(PATH_CHARS + "/?", max_size=20).map(lambda q: "?" + q)),
     ),
 )
+
+# OAuth client registration (the OAuthClient* schemas): redirect URIs of RFC 8252's three kinds, and JWKS
+# URLs like webhook URLs (https to a public IPv4 literal).
+SEGMENT = st.text("abcdefghijklmnopqrstuvwxyz0123456789-._~", min_size=1, max_size=12)
+schemathesis.openapi.format(
+    "redirect-uri",
+    st.one_of(
+        st.builds(lambda host, path: f"https://{host}/{path}",
+                  st.sampled_from(("app.example.com", "login.example.org", "93.184.215.14")), st.lists(SEGMENT, max_size=3).map("/".join)),
+        st.builds(lambda host, port, path: f"http://{host}{port}/{path}",
+                  st.sampled_from(("127.0.0.1", "[::1]")), st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")), SEGMENT),
+        st.builds(lambda scheme, path: f"{scheme}:/{path}",
+                  st.sampled_from(("com.example.app", "org.example.native.app")), st.lists(SEGMENT, max_size=3).map("/".join)),
+    ),
+)
+schemathesis.openapi.format(
+    "jwks-uri",
+    st.builds(lambda host, path: f"https://{host}/{path}", st.sampled_from(PUBLIC_HOSTS), st.lists(SEGMENT, max_size=3).map("/".join)),
+)
+# The other rule a JSON Schema cannot state: a registered JWKS holds real public keys (points on their
+# curves). A positive request's `jwks` becomes this one (an Ed25519 and a P-256 key).
+CLIENT_JWKS = {"keys": [
+    {"kty": "OKP", "crv": "Ed25519", "kid": "fuzz-ed", "x": "EOCIrZj49nEXxWOa6Cqd8v603RbADfygvqr64wDfIqc"},
+    {"kty": "EC", "crv": "P-256", "kid": "fuzz-ec", "x": "CxvqJOV5CCVbfqxd8qSX2Lcrsn5llQS8fW1XIE-0NQA",
+     "y": "_L-1KJcwizH0KdOsbe44tjFChwRr5_Qx2RmpTc053vo"},
+]}
+CLIENT_PATHS = ("/admin/v1/apps/{appId}/oauth/clients", "/admin/v1/apps/{appId}/oauth/clients/{clientId}")
 
 APP_PATHS = ("/admin/v1/apps", "/admin/v1/apps/{appId}")
 
@@ -168,3 +198,6 @@ def before_call(context, case, **kwargs):
     if case.operation.path in APP_PATHS and case.method.upper() in ("POST", "PATCH") and isinstance(case.body, dict):
         _separate(case.body.get("metaData"))
         _separate(case.body.get("metaDataInvite"))
+    if case.operation.path in CLIENT_PATHS and case.method.upper() in ("POST", "PATCH") and isinstance(case.body, dict):
+        if "jwks" in case.body:
+            case.body["jwks"] = CLIENT_JWKS

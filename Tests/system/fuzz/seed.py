@@ -6,11 +6,11 @@ and the end-user APIs (app token; AppKey passkey ceremonies signed by Tests/syst
 keys). Nothing here looks at a fuzzer's response.
 
 `World.ids(method, template)` answers the path parameters for one operation: a live app, user, session,
-identity, passkey, pending signup, invite, template, webhook endpoint or delivered webhook message, as
-the operation needs. An operation that consumes its object (the DELETEs) gets a new one each time; the
-others share a few objects, checked before each use and made again when the fuzzer has deleted or
-changed them. A webhook receiver runs in this process (127.0.0.1, answers 200 to every POST) so that an
-endpoint of its own gets delivered messages to replay; the server must allow it
+identity, passkey, pending signup, invite, template, webhook endpoint, delivered webhook message or OAuth
+client, as the operation needs. An operation that consumes its object (the DELETEs) gets a new one each
+time; the others share a few objects, checked before each use and made again when the fuzzer has deleted
+or changed them. A webhook receiver runs in this process (127.0.0.1, answers 200 to every POST) so that
+an endpoint of its own gets delivered messages to replay; the server must allow it
 (COSYNC_WEBHOOK_ALLOW_HTTP=1, COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8; Tests/system/fuzz/run.sh sets them).
 """
 import hashlib
@@ -62,6 +62,7 @@ class World:
         self.webhook = None   # (appId, webhookId) shared endpoint
         self.receiver = None  # (appId, webhookId, [messageId]) endpoint of the local receiver
         self.receiver_url = None
+        self.client = None    # (appId, clientId) shared OAuth client
         self.made = 0         # objects made (reported at the end)
 
     # --- HTTP -------------------------------------------------------------------------------------
@@ -303,6 +304,22 @@ class World:
         self.receiver = (app["appId"], hook["webhookId"], sorted(messages))
         return {"appId": app["appId"], "webhookId": hook["webhookId"], "messageId": self.r.choice(sorted(messages))}
 
+    # --- OAuth clients ------------------------------------------------------------------------------
+    def new_client(self, app):
+        """A confidential client (client_secret_basic: its secret can be rotated)."""
+        _, client = self.adm("POST", f"{APP}/{app['appId']}/oauth/clients", {
+            "name": "Seed client", "kind": "confidential", "redirectUris": ["https://app.example.com/callback"],
+        }, want=201)
+        self.made += 1
+        return {"appId": app["appId"], "clientId": client["clientId"]}
+
+    def shared_client(self):
+        if self.client and self.exists(f"{APP}/{self.client[0]}/oauth/clients/{self.client[1]}"):
+            return {"appId": self.client[0], "clientId": self.client[1]}
+        client = self.with_app("main", self.new_client)
+        self.client = (client["appId"], client["clientId"])
+        return client
+
     # --- per operation ----------------------------------------------------------------------------
     def ids(self, method, template):
         """Real path parameters for an operation (method, path template), or None for an unknown one."""
@@ -352,4 +369,8 @@ class World:
             return self.with_app("hooks", self.new_webhook)
         if rest.startswith("webhooks/{webhookId}"):
             return self.shared_webhook()
+        if rest == "oauth/clients/{clientId}" and method == "DELETE":
+            return self.with_app("main", self.new_client)
+        if rest.startswith("oauth/clients/{clientId}"):
+            return self.shared_client()
         return None
