@@ -7,10 +7,12 @@ import Logging
 /// (`buildMetricsApplication`).
 public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
-    // Query strings carry codes and tokens (the e-mailed completeSignup link, getApplication?appToken=):
-    // spans record their keys only.
+    // Query strings carry codes and tokens (the e-mailed completeSignup link, getApplication?appToken=,
+    // OAuth's login page reference, pushed request_uri, login_hint and id_token_hint): spans record
+    // their keys only.
     router.add(middleware: TracingMiddleware(redactingQueryParameters: [
         "code", "appToken", "app-token", "handle", "token", "accessToken", "access-token", "password", "userName", "cursor",
+        "r", "request_uri", "login_hint", "id_token_hint",
     ]))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
