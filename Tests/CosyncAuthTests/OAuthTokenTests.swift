@@ -503,4 +503,94 @@ struct OAuthTokenTests {
             #expect(try await user.sdk.get("/api/appuser/getUser", accessToken: user.accessToken).status == .ok)
         }
     }
+
+    // MARK: DPoP
+
+    /// A DPoP proof by `signer` for `method` on the issuer's `path`, with the app's current nonce, and
+    /// `ath` when it presents an access token.
+    static func proof(_ user: SignedIn, _ signer: DPoPTests.Signer, method: String = "POST", path: String = "/oauth/token", accessToken: String? = nil) async throws -> String {
+        let services = try await TestEnvironment.services()
+        let header: [String: JSONValue] = ["typ": .string("dpop+jwt"), "alg": .string(signer.alg), "jwk": .object(signer.jwk)]
+        var claims: [String: JSONValue] = [
+            "jti": .string(UUID().uuidString), "htm": .string(method), "htu": .string("http://localhost:8080/apps/\(user.appId)\(path)"),
+            "iat": .int(Int(Date().timeIntervalSince1970)), "nonce": .string(services.oauth.dpop.currentNonce(appRef: user.appRef) ?? ""),
+        ]
+        if let accessToken { claims["ath"] = .string(Base64URL.encode(SHA256.hash(data: Data(accessToken.utf8)))) }
+        let input = DPoPTests.json(header) + "." + DPoPTests.json(claims)
+        return input + "." + Base64URL.encode(try signer.sign(Array(input.utf8)))
+    }
+
+    /// The RFC 7638 thumbprint of a P-256 signer's key.
+    static func thumbprint(_ signer: DPoPTests.Signer) -> String {
+        let jwk = signer.jwk
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(jwk["x"]?.stringValue ?? "")","y":"\#(jwk["y"]?.stringValue ?? "")"}"#
+        return Base64URL.encode(SHA256.hash(data: Data(canonical.utf8)))
+    }
+
+    static func dpop(_ proof: String) -> HTTPFields { [HTTPField.Name("DPoP")!: proof] }
+
+    @Test("DPoP: a proof binds the grant and its tokens (cnf.jkt, token_type DPoP); required clients, bound codes and bound refreshes need the key; userinfo checks ath")
+    func dpopBinding() async throws {
+        try await TestEnvironment.withAPI { api in
+            let user = try await Self.signIn(api, "OAuthToken DPoP")
+            let client = try await Self.client(user, dpopRequired: true)
+            let key = DPoPTests.Signer.p256(), other = DPoPTests.Signer.p256()
+            let code = try await Self.code(user, client)
+            // No proof from a client that must send one: refused with a nonce, and the code is not spent.
+            let bare = try await Self.exchange(user, client, code: code)
+            #expect(bare.status == .badRequest && Self.error(bare) == "invalid_dpop_proof" && bare.headers[HTTPField.Name("DPoP-Nonce")!] != nil, "\(bare.text)")
+            let fields = ["grant_type": "authorization_code", "code": code, "code_verifier": Self.verifier, "redirect_uri": Self.redirectURI]
+            let bound = try await Self.post(user, "/oauth/token", client, fields, headers: Self.dpop(try await Self.proof(user, key)))
+            try #require(bound.status == .ok, "\(bound.text)")
+            #expect(bound.object["token_type"] == .string("DPoP") && bound.headers[HTTPField.Name("DPoP-Nonce")!] != nil)
+            let access = bound.object.string("access_token"), refresh = bound.object.string("refresh_token")
+            let jkt = Self.thumbprint(key)
+            #expect(try await Self.verified(user, access)["cnf"] == .object(["jkt": .string(jkt)]))
+            #expect(try await TestEnvironment.value("SELECT dpop_jkt FROM oauth_grants WHERE session_id = \(user.sid)", as: String.self) == jkt)
+
+            let backend = try await Self.client(user, confidential: true, grants: ["client_credentials"], scopes: ["orders.read"])
+            let inspected = try await Self.post(user, "/oauth/introspect", backend, ["token": access])
+            #expect(inspected.object["token_type"] == .string("DPoP") && inspected.object["cnf"] == .object(["jkt": .string(jkt)]))
+
+            // Userinfo: not as a bearer token, not without a proof, not with a proof of another token or key.
+            let url = "/apps/\(user.appId)/oauth/userinfo"
+            #expect(try await Self.userinfo(user, access).status == .unauthorized)
+            var headers: HTTPFields = [.authorization: "DPoP \(access)"]
+            #expect(try await api.call(.get, url, token: nil, headers: headers).status == .unauthorized)
+            headers[HTTPField.Name("DPoP")!] = try await Self.proof(user, key, method: "GET", path: "/oauth/userinfo", accessToken: "another")
+            #expect(try await api.call(.get, url, token: nil, headers: headers).status == .unauthorized)
+            headers[HTTPField.Name("DPoP")!] = try await Self.proof(user, other, method: "GET", path: "/oauth/userinfo", accessToken: access)
+            #expect(try await api.call(.get, url, token: nil, headers: headers).status == .unauthorized)
+            headers[HTTPField.Name("DPoP")!] = try await Self.proof(user, key, method: "GET", path: "/oauth/userinfo", accessToken: access)
+            let info = try await api.call(.get, url, token: nil, headers: headers)
+            #expect(info.status == .ok && info.object["sub"] == .string(user.userId.uuidString.lowercased()), "\(info.text)")
+
+            // A bound refresh token needs a proof by the same key.
+            let refreshFields = ["grant_type": "refresh_token", "refresh_token": refresh]
+            #expect(Self.error(try await Self.post(user, "/oauth/token", client, refreshFields)) == "invalid_dpop_proof")
+            let stolen = try await Self.post(user, "/oauth/token", client, refreshFields, headers: Self.dpop(try await Self.proof(user, other)))
+            #expect(Self.error(stolen) == "invalid_grant", "\(stolen.text)")
+            let refreshed = try await Self.post(user, "/oauth/token", client, refreshFields, headers: Self.dpop(try await Self.proof(user, key)))
+            #expect(refreshed.status == .ok && refreshed.object["token_type"] == .string("DPoP"), "\(refreshed.text)")
+            #expect(try await Self.verified(user, refreshed.object.string("access_token"))["cnf"] == .object(["jkt": .string(jkt)]))
+
+            // A code bound to a key at the authorization endpoint (dpop_jkt) takes a proof by that key only.
+            let plain = try await Self.client(user)
+            let boundCode = try await Self.code(user, plain, dpopJKT: jkt)
+            var codeFields = fields
+            codeFields["code"] = boundCode
+            let wrongKey = try await Self.post(user, "/oauth/token", plain, codeFields, headers: Self.dpop(try await Self.proof(user, other)))
+            #expect(Self.error(wrongKey) == "invalid_grant", "\(wrongKey.text)")
+            let boundCode2 = try await Self.code(user, plain, dpopJKT: jkt)
+            codeFields["code"] = boundCode2
+            #expect(Self.error(try await Self.post(user, "/oauth/token", plain, codeFields)) == "invalid_grant")
+            let boundCode3 = try await Self.code(user, plain, dpopJKT: jkt)
+            codeFields["code"] = boundCode3
+            let right = try await Self.post(user, "/oauth/token", plain, codeFields, headers: Self.dpop(try await Self.proof(user, key)))
+            #expect(right.status == .ok && right.object["token_type"] == .string("DPoP"), "\(right.text)")
+            // A client that need not use DPoP gets bearer tokens without a proof.
+            let unbound = try await Self.exchange(user, plain, code: try await Self.code(user, plain))
+            #expect(unbound.object["token_type"] == .string("Bearer") && unbound.headers[HTTPField.Name("DPoP-Nonce")!] == nil)
+        }
+    }
 }

@@ -6,25 +6,11 @@ import PostgresNIO
 /// grant ends its refresh tokens (`ON DELETE CASCADE`) and the access tokens issued from it (a
 /// resource check looks for the grant); ending the session ends its grants.
 enum OAuthGrantStore {
-    /// A grant as the token endpoint reads it.
-    struct Row: Sendable {
-        let ref: UUID
-        let appRef: Int64
-        let clientRef: UUID
-        let sessionId: UUID
-        let userId: UUID
-        let scope: String
-        let dpopJKT: String?
-        let authTime: Date
-        let amr: [String]
-        let absoluteExpiresAt: Date
-    }
-
     /// Inserts a grant that lives `absoluteSeconds` from now, and answers it.
     static func insert(
         _ db: PostgresConnection, appRef: Int64, clientRef: UUID, sessionId: UUID, userId: UUID, scope: String, dpopJKT: String?,
         authTime: Date, amr: [String], absoluteSeconds: Int, logger: Logger
-    ) async throws -> Row {
+    ) async throws -> OAuthGrant {
         let rows = try await db.query(
             """
             INSERT INTO oauth_grants (app_ref, client_ref, session_id, user_id, scope, dpop_jkt, auth_time, amr, absolute_expires_at)
@@ -33,7 +19,7 @@ enum OAuthGrantStore {
             RETURNING id, absolute_expires_at
             """, logger: logger)
         for try await (id, expires) in rows.decode((UUID, Date).self) {
-            return Row(
+            return OAuthGrant(
                 ref: id, appRef: appRef, clientRef: clientRef, sessionId: sessionId, userId: userId, scope: scope, dpopJKT: dpopJKT,
                 authTime: authTime, amr: amr, absoluteExpiresAt: expires)
         }

@@ -36,7 +36,7 @@ enum OAuthRefreshTokenStore {
     /// A refresh token locked for its use (`FOR UPDATE`), with its grant. Concurrent uses of one token
     /// queue on this lock; each one after the first sees it rotated.
     struct Locked: Sendable {
-        let grant: OAuthGrantStore.Row
+        let grant: OAuthGrant
         /// Neither the token nor its grant has expired.
         let live: Bool
         let rotated: Bool
@@ -58,7 +58,7 @@ enum OAuthRefreshTokenStore {
             FOR UPDATE OF t
             """, logger: logger)
         for try await c in rows.decode((UUID, UUID, UUID, UUID, String, String?, Date, [String], Date, Bool, Bool, Bool, Data?).self) {
-            let grant = OAuthGrantStore.Row(
+            let grant = OAuthGrant(
                 ref: c.0, appRef: appRef, clientRef: c.1, sessionId: c.2, userId: c.3, scope: c.4, dpopJKT: c.5, authTime: c.6, amr: c.7,
                 absoluteExpiresAt: c.8)
             return Locked(grant: grant, live: c.9, rotated: c.10, withinGrace: c.11, successorSealed: c.12)
@@ -77,7 +77,7 @@ enum OAuthRefreshTokenStore {
 
     /// A refresh token as introspection and revocation see it.
     struct Status: Sendable {
-        let grant: OAuthGrantStore.Row
+        let grant: OAuthGrant
         let clientId: String
         let issuedAt: Date
         let expiresAt: Date
@@ -97,7 +97,7 @@ enum OAuthRefreshTokenStore {
             WHERE t.token_hash = \(tokenHash) AND g.app_ref = \(appRef)
             """, logger: logger)
         for try await c in rows.decode((UUID, UUID, UUID, UUID, String, String?, Date, [String], Date, String, Date, Date, Bool).self) {
-            let grant = OAuthGrantStore.Row(
+            let grant = OAuthGrant(
                 ref: c.0, appRef: appRef, clientRef: c.1, sessionId: c.2, userId: c.3, scope: c.4, dpopJKT: c.5, authTime: c.6, amr: c.7,
                 absoluteExpiresAt: c.8)
             return Status(grant: grant, clientId: c.9, issuedAt: c.10, expiresAt: c.11, active: c.12)

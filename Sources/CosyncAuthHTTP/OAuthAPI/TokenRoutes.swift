@@ -47,7 +47,7 @@ struct TokenRoutes {
         if let refresh = answer.refreshToken { body["refresh_token"] = .string(refresh) }
         if let id = answer.idToken { body["id_token"] = .string(id) }
         if let issued = answer.issuedTokenType { body["issued_token_type"] = .string(issued) }
-        return OAuthWire.response(body, headers: nonceHeader(app))
+        return OAuthWire.response(body, headers: nonceHeader(app, request))
     }
 
     // MARK: revocation, introspection
@@ -89,7 +89,7 @@ struct TokenRoutes {
             .init(
                 scheme: scheme, token: token, proof: request.headers[OAuthWire.dpop], method: request.method.rawValue,
                 url: services.oauth.endpoint(appId: app.appId, OAuthRoutes.Path.userinfo)))
-        return OAuthWire.response(claims, headers: nonceHeader(app))
+        return OAuthWire.response(claims, headers: nonceHeader(app, request))
     }
 
     // MARK: client authentication
@@ -126,9 +126,9 @@ struct TokenRoutes {
         }
     }
 
-    /// `DPoP-Nonce` on a success, when the verifier wants the client to use a new nonce.
-    func nonceHeader(_ app: App) -> HTTPFields {
-        guard let nonce = services.oauth.dpop.currentNonce(appRef: app.ref) else { return [:] }
+    /// `DPoP-Nonce` on the success of a request that sent a DPoP proof: the nonce its next proof uses.
+    func nonceHeader(_ app: App, _ request: Request) -> HTTPFields {
+        guard request.headers[OAuthWire.dpop] != nil, let nonce = services.oauth.dpop.currentNonce(appRef: app.ref) else { return [:] }
         return [OAuthWire.dpopNonce: nonce]
     }
 }

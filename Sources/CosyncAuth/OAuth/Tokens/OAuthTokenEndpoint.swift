@@ -78,7 +78,7 @@ public struct OAuthTokenEndpoint: Sendable {
     /// Everything needed to sign the answer once the transaction committed.
     struct Issuance: Sendable {
         var user: User
-        var grant: OAuthGrantStore.Row
+        var grant: OAuthGrant
         /// The scope of this access token (a refresh may narrow the grant's).
         var scope: String
         var refreshToken: String?
@@ -148,7 +148,7 @@ public struct OAuthTokenEndpoint: Sendable {
     static func openGrant(
         _ db: PostgresConnection, oauth: OAuthServices, app: App, client registered: OAuthClient, sessionId: UUID, userId: UUID, scope: String,
         jkt: String?, authTime: Date, amr: [String], logger: Logger
-    ) async throws -> (OAuthGrantStore.Row, String?) {
+    ) async throws -> (OAuthGrant, String?) {
         let refreshes = registered.allows(.refreshToken)
         try await OAuthGrantStore.deleteHeld(db, clientRef: registered.ref, sessionId: sessionId, logger: logger)
         let grant = try await OAuthGrantStore.insert(
