@@ -93,7 +93,7 @@ struct UpstreamDiscovery: Sendable, Equatable {
 
     /// How to authenticate with a secret (or without one) at this provider.
     func tokenAuthMethod(hasSecret: Bool) -> UpstreamProvider.TokenAuthMethod? {
-        guard hasSecret else { return .none }
+        guard hasSecret else { return UpstreamProvider.TokenAuthMethod.none }
         if tokenAuthMethods.contains("client_secret_basic") { return .clientSecretBasic }
         if tokenAuthMethods.contains("client_secret_post") { return .clientSecretPost }
         return nil
