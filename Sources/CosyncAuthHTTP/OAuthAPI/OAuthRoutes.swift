@@ -33,6 +33,7 @@ struct OAuthRoutes {
         DiscoveryRoutes(services: services).registerRFC8414(on: wellKnown)
         AuthorizeRoutes(services: services).register(on: issuer)
         HostedLoginRoutes(services: services).register(on: issuer)
+        HostedPasskeyRoutes(services: services).register(on: issuer)
         TokenRoutes(services: services).register(on: issuer)
         UpstreamRoutes(services: services).register(on: issuer)
     }

@@ -34,5 +34,5 @@ struct HostedSignInOptionContext: Sendable {
 
 enum HostedSignInOptions {
     /// Upstream providers and passkeys add their entries here.
-    static let all: [HostedSignInOption] = [UpstreamRoutes.signInOption]
+    static let all: [HostedSignInOption] = [UpstreamRoutes.signInOption, HostedPasskeyRoutes.option]
 }
