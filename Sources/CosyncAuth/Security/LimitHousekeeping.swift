@@ -53,6 +53,8 @@ public struct LimitHousekeeping: Service {
             removed += try await OAuthClientAssertionStore.purgeExpired(db, logger: logger)
             removed += try await OAuthAssertionJTIStore.purgeExpired(db, logger: logger)
             removed += try await OAuthUpstreamLoginStore.purgeExpired(db, logger: logger)
+            removed += try await OAuthRequestStore.deleteExpired(db, limit: 10_000, logger: logger)
+            removed += try await OAuthCodeStore.deleteExpired(db, logger: logger)
             return removed
         }
     }

@@ -56,8 +56,13 @@ enum OAuthCodeStore {
         try await db.query("UPDATE oauth_codes SET grant_ref = \(grantRef) WHERE code_hash = \(codeHash)", logger: logger)
     }
 
-    /// Drops codes that expired (housekeeping); spent codes stay until then, to catch a replay.
-    static func deleteExpired(_ db: PostgresConnection, logger: Logger) async throws {
-        try await db.query("DELETE FROM oauth_codes WHERE expires_at < now() - interval '10 minutes'", logger: logger)
+    /// Drops codes 10 minutes after they expired (housekeeping); spent codes stay until then, so a
+    /// replay is still recognised as one. Answers how many went.
+    static func deleteExpired(_ db: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await db.query(
+            "DELETE FROM oauth_codes WHERE expires_at < now() - interval '10 minutes' RETURNING 1", logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
     }
 }
