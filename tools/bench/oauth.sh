@@ -53,7 +53,9 @@ SERVER_PID=""
 cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 PGPORT="$(pg_free_port 59442)"
-pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP"; pg_createdb "$PGPORT" bench
+pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP" "-c shared_preload_libraries=pg_stat_statements"; pg_createdb "$PGPORT" bench
+PSQL="$(pg_bin)/psql -h 127.0.0.1 -p $PGPORT -U postgres bench"
+$PSQL -XAtqc "CREATE EXTENSION pg_stat_statements" >/dev/null
 PG_PID="$(head -1 "$TMP/data/postmaster.pid")"
 HTTP_PORT="$(pg_free_port 18590)"; H="http://127.0.0.1:$HTTP_PORT"
 METRICS_PORT="$(pg_free_port $((HTTP_PORT + 1)))"
@@ -94,7 +96,7 @@ curl -sf "$H/readyz" >/dev/null || { echo "server did not start:"; tail -20 "$TM
 drive() {  # drive SCENARIO: runs tools/bench/oauth_load.py, its JSON in $TMP/SCENARIO.json
   python3 "$ROOT/tools/bench/oauth_load.py" "$1" --base "$H" --public-url "$PUBLIC_URL" --operator-token "$COSYNC_OPERATOR_TOKEN" \
     --server-pid "$SERVER_PID" --pg-pid "$PG_PID" --seconds "$DURATION" --connections "$CONNECTIONS" --families "$FAMILIES" \
-    --users "$USERS" > "$TMP/$1.json" || { echo "the $1 load failed; server log:"; tail -20 "$TMP/server.log"; exit 1; }
+    --users "$USERS" --psql "$PSQL" > "$TMP/$1.json" || { echo "the $1 load failed; server log:"; tail -20 "$TMP/server.log"; exit 1; }
 }
 brief() {  # brief SCENARIO: the run's rate, right after it
   python3 - "$TMP/$1.json" <<'PY'
@@ -112,12 +114,20 @@ ok = max(1, r["ok"])
 print(f"  {r['ok']} in {r['seconds']:.1f} s = {r['rate']:.1f}/s over {r['connections']} connections; p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms; "
       f"errors {r['errors']}")
 print(f"  CPU of the {r['cores']} cores in the window: server {s['server']:.0%}, PostgreSQL {s['postgres']:.0%}, "
-      f"load generator {s['client']:.0%} ({r['client']}), other processes {s['other']:.0%}; load average {r['load_before']} -> {r['load_after']}")
+      f"load generator {s['client']:.0%} ({r['client']}), other processes {s['other']:.0%}, idle {max(0, 1 - s['busy']):.0%}; load average {r['load_before']} -> {r['load_after']}")
 own = c["server"] + c["postgres"]
 sign_ms = 1000 * signs * workers / rsa  # at the ceiling's cost per signature (workers busy cores / signs per second)
 print(f"  load generator CPU per operation {1000 * c['client'] / ok:.2f} ms (alone, one core would drive {ok / max(0.01, c['client']):.0f}/s); "
       f"server + PostgreSQL CPU per operation {1000 * own / ok:.2f} ms ({ok / max(0.01, own):.0f} per CPU-second), of which the {signs} RSA "
       f"signatures ~{sign_ms:.2f} ms ({sign_ms / max(1e-9, 1000 * own / ok):.0%})")
+st = r.get("statements")
+if st:
+    print(f"  PostgreSQL: {st['calls'] / ok:.1f} statements per operation, {st['exec_ms'] / ok:.2f} ms of execution per operation; "
+          "the most expensive (calls per operation, ms each):")
+    for calls, total, query in st["top"][:4]:
+        print(f"    {calls / ok:5.2f} x {total / max(1, calls):6.3f} ms  {query}")
+if r.get("steps_ms"):
+    print("  mean time per step (ms): " + ", ".join(f"{k} {v}" for k, v in r["steps_ms"].items()))
 PY
 }
 

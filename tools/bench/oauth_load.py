@@ -30,6 +30,7 @@ import os
 import re
 import resource
 import secrets
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -162,22 +163,42 @@ def own_cpu(children=False):
     return usage.ru_utime + usage.ru_stime
 
 
+def psql(args, sql):
+    """Runs sql through --psql (a psql command line for the bench database); rows as lists of strings."""
+    run = subprocess.run(shlex.split(args.psql) + ["-XAtq", "-F", "\t", "-c", sql], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise Failure(f"psql: {run.stderr.strip()[:300]}")
+    return [line.split("\t") for line in run.stdout.splitlines() if line]
+
+
+STATEMENTS = """SELECT calls, total_exec_time, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC"""
+
+
 class Window:
-    """CPU seconds used by the server, PostgreSQL, this driver (and its children) and the rest of the machine."""
+    """CPU seconds used by the server, PostgreSQL, this driver (and its children) and the rest of the machine,
+    and (with --psql) the statements PostgreSQL ran meanwhile (pg_stat_statements)."""
 
     def __init__(self, args):
         self.args = args
+        self.statements = None
 
     def sample(self):
         return {"t": time.monotonic(), "server": proc_cpu(self.args.server_pid), "postgres": postgres_cpu(self.args.pg_pid),
                 "client": own_cpu() + own_cpu(children=True), "busy": machine_busy(), "load": os.getloadavg()[0]}
 
     def __enter__(self):
+        if self.args.psql:
+            psql(self.args, "SELECT pg_stat_statements_reset()")
         self.start = self.sample()
         return self
 
     def __exit__(self, *exc):
         self.end = self.sample()
+        if self.args.psql and exc[0] is None:
+            rows = psql(self.args, STATEMENTS)
+            self.statements = {"calls": sum(int(r[0]) for r in rows), "exec_ms": round(sum(float(r[1]) for r in rows), 1),
+                               "top": [[int(r[0]), round(float(r[1]), 1), r[2][:110]] for r in rows[:6]]}
         return False
 
     def report(self):
@@ -188,7 +209,7 @@ class Window:
         cores = os.cpu_count() or 1
         return {"wall": wall, "cores": cores, "cpu_seconds": {k: round(v, 2) for k, v in used.items()},
                 "share": {k: round(v / (wall * cores), 3) for k, v in used.items()},
-                "load_before": round(a["load"], 2), "load_after": round(b["load"], 2)}
+                "load_before": round(a["load"], 2), "load_after": round(b["load"], 2), "statements": self.statements}
 
 
 def percentile(values, p):
@@ -542,6 +563,15 @@ def scenario_passkey(args):
     users = parallel(args.users, 4, register)
     flows = [0]
     lock = threading.Lock()
+    steps = {}  # step -> [count, seconds]: where a flow's time goes
+
+    def step(name, started):
+        now = time.monotonic()
+        with lock:
+            entry = steps.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += now - started
+        return now
 
     def flow(index, c, record):
         with lock:
@@ -557,12 +587,14 @@ def scenario_passkey(args):
                                         "scope": "openid offline_access", "state": state, "nonce": nonce,
                                         "code_challenge": challenge, "code_challenge_method": "S256"})
         status, fields, data = c.call("GET", f"{issuer}/oauth/authorize?{query}", headers=browser)
+        t = step("authorize", t0)
         if status != 303:
             raise Failure(f"authorize: HTTP {status} {data[:120]!r}")
         jar = cookies_of(fields)
         cookie = "; ".join(f"{k}={v}" for k, v in jar.items())
         page = local_path(fields["location"][0], args.public_url)
         status, fields, data = c.call("GET", page, headers={**browser, "Cookie": cookie})
+        t = step("page", t)
         html = data.decode(errors="replace")
         csrf, reference = CSRF.search(html), REFERENCE.search(html)
         if status != 200 or not csrf or not reference:
@@ -570,9 +602,13 @@ def scenario_passkey(args):
         call = {**browser, "Cookie": cookie, "X-CSRF-Token": csrf.group(1)}
         request = reference.group(1)
         options = c.json("POST", f"{issuer}/oauth/login/passkey/options", {"request": request, "handle": handle}, call)
-        finish = c.json("POST", f"{issuer}/oauth/login/passkey/finish",
-                        {"request": request, "handle": handle, "credential": device.assertion(options["publicKey"]["challenge"])}, call)
+        t = step("passkey options", t)
+        credential = device.assertion(options["publicKey"]["challenge"])
+        t = step("(client: assertion)", t)
+        finish = c.json("POST", f"{issuer}/oauth/login/passkey/finish", {"request": request, "handle": handle, "credential": credential}, call)
+        t = step("passkey finish", t)
         status, fields, data = c.call("GET", local_path(finish["location"], args.public_url), headers={**browser, "Cookie": cookie})
+        t = step("resume", t)
         target = (fields.get("location") or [""])[0]
         if status != 302 or not target.startswith(REDIRECT + "?"):
             raise Failure(f"resume: HTTP {status} to {target[:80]}")
@@ -581,6 +617,7 @@ def scenario_passkey(args):
             raise Failure("resume: no code or another state")
         status, data = token_post(c, app_id, {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": REDIRECT,
                                               "code_verifier": verifier, "client_id": client_id})
+        step("token", t)
         if status != 200:
             raise Failure(f"token: HTTP {status} {data[:120]!r}")
         tokens = json.loads(data)
@@ -591,6 +628,7 @@ def scenario_passkey(args):
     return {"scenario": "passkey", "ok": totals["ok"], "errors": totals["errors"], "users": len(users), "connections": args.connections,
             "seconds": seconds, "rate": totals["ok"] / seconds, "p50_ms": percentile(totals["latencies"], 50),
             "p99_ms": percentile(totals["latencies"], 99), "requests_per_flow": 6,
+            "steps_ms": {name: round(1000 * total / count, 1) for name, (count, total) in steps.items()},
             "client": "Python threads, keep-alive http.client, cryptography ES256", **report}
 
 
@@ -607,6 +645,7 @@ def main():
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--families", type=int, default=64)
     parser.add_argument("--users", type=int, default=64)
+    parser.add_argument("--psql", help="a psql command line for the bench database, with pg_stat_statements installed")
     ARGS = parser.parse_args()
     ARGS.base = ARGS.base.rstrip("/")
     ARGS.public_url = ARGS.public_url.rstrip("/")
