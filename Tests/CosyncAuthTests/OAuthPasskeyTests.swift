@@ -317,6 +317,9 @@ struct OAuthPasskeyTests {
         let location = try #require(authorize.headers[.location])
         let page = try await browser.get(location)
         try #require(page.status == .ok, "page: \(page.status) \(page.text)")
+        // The script posts with fetch: the page's CSP must allow same-origin connections.
+        let csp = page.headers[HTTPField.Name("Content-Security-Policy")!] ?? ""
+        #expect(csp.contains("connect-src 'self'") && csp.contains("script-src 'self'"), "\(csp)")
         browser.reference = try #require(Self.attribute("data-request", in: page.text))
         browser.csrf = try #require(Self.attribute("data-csrf", in: page.text))
         return page.text

@@ -74,7 +74,7 @@ enum HostedPages {
         let extra = formTargets.compactMap(cspSource).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
         let formAction = (["'self'"] + extra).joined(separator: " ")
         return [
-            contentSecurityPolicy: "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
+            contentSecurityPolicy: "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
             xFrameOptions: "DENY", referrerPolicy: "no-referrer", .cacheControl: "no-store", OAuthWire.pragma: "no-cache",
             xContentTypeOptions: "nosniff",
         ]

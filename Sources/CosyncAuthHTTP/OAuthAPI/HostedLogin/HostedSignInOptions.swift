@@ -7,8 +7,8 @@ import Foundation
 /// for an app that does not offer its method.
 ///
 /// What an entry may rely on: the page's CSP allows same-origin scripts (`script-src 'self'`), images
-/// (`img-src 'self' data:`) and form posts to this origin (`form-action 'self'` and the client's
-/// redirect target). Its HTML goes into the page unescaped, so it must escape what it prints (render it
+/// (`img-src 'self' data:`), same-origin fetches (`connect-src 'self'`) and form posts to this origin
+/// (`form-action 'self'` and the client's redirect target). Its HTML goes into the page unescaped, so it must escape what it prints (render it
 /// with a Mustache template, `{{…}}`). Its forms and scripts post with the page's CSRF token
 /// (`csrf`, for the waiting request `reference`) and the browser's binding cookie; a finished sign-in
 /// continues the request with `HostedLoginRoutes.completion`.
