@@ -39,7 +39,7 @@ struct TokenRoutes {
         let app = context.app
         let client = try await authenticate(request, form: form, app: app, endpoint: OAuthRoutes.Path.token)
         let answer = try await services.oauth.tokenEndpoint.token(
-            app: app, client: client, OAuthTokenRequest(fields: form, dpopProof: request.headers[OAuthWire.dpop]))
+            app: app, client: client, OAuthTokenRequest(fields: form, dpopProof: request.headers[OAuthWire.dpop], origin: context.origin))
         var body: [String: JSONValue] = [
             "access_token": .string(answer.accessToken), "token_type": .string(answer.tokenType), "expires_in": .int(answer.expiresIn),
             "scope": .string(answer.scope),

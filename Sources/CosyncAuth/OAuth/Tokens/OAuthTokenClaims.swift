@@ -83,18 +83,6 @@ enum OAuthTokenClaims {
         }
         return claims
     }
-
-    /// The `amr` values (RFC 8176) of a session's last proof, for tokens made from a session that no
-    /// authorization code describes (token exchange). Sign-ins RFC 8176 has no value for (a provider
-    /// token, an anonymous handle, an assertion of the app's backend) give none.
-    static func amr(_ method: SessionMethod) -> [String] {
-        switch method {
-        case .password, .signup, .register: ["pwd"]
-        case .secondFactor: ["pwd", "mfa"]
-        case .passkey: ["hwk", "user"]
-        default: []
-        }
-    }
 }
 
 extension String {

@@ -9,10 +9,13 @@ public struct OAuthTokenRequest: Sendable {
     public var fields: [String: String]
     /// The `DPoP` header, when one came (RFC 9449).
     public var dpopProof: String?
+    /// Where the request comes from, for a session a grant opens (JWT-bearer, upstream ID token).
+    public var origin: ClientOrigin
 
-    public init(fields: [String: String], dpopProof: String?) {
+    public init(fields: [String: String], dpopProof: String?, origin: ClientOrigin = ClientOrigin(address: nil, userAgent: nil)) {
         self.fields = fields
         self.dpopProof = dpopProof
+        self.origin = origin
     }
 }
 

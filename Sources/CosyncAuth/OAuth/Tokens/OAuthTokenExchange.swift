@@ -13,9 +13,10 @@ extension OAuthTokenEndpoint {
         public static let idToken = "urn:ietf:params:oauth:token-type:id_token"
     }
 
-    /// Dispatches on `subject_token_type`. Only impersonation (no `actor_token`); `requested_token_type`
-    /// may be omitted or name an access or refresh token, and the answer is always an access token
-    /// (`issued_token_type`), with a refresh token when the client may refresh.
+    /// Dispatches on `subject_token_type` (today: an end-user access token of this server). Only
+    /// impersonation (no `actor_token`); `requested_token_type` may be omitted or name an access or
+    /// refresh token, and the answer is always an access token (`issued_token_type`), with a refresh
+    /// token when the client may refresh.
     func tokenExchange(app: App, client registered: OAuthClient, _ request: OAuthTokenRequest) async throws -> OAuthTokenResponse {
         let fields = request.fields
         guard let subjectToken = fields["subject_token"], !subjectToken.isEmpty, subjectToken.utf8.count <= 8192 else {
@@ -49,15 +50,7 @@ extension OAuthTokenEndpoint {
     func exchangeAccessToken(
         app: App, client registered: OAuthClient, _ request: OAuthTokenRequest, subjectToken: String
     ) async throws -> OAuthTokenResponse {
-        let scope: String
-        if let asked = request.fields["scope"] {
-            guard let parsed = Self.scopes(asked), parsed.allSatisfy(registered.scopes.contains) else {
-                throw OAuthError.invalidScope("scope must be among the client's registered scopes")
-            }
-            scope = parsed.joined(separator: " ")
-        } else {
-            scope = registered.scopes.joined(separator: " ")
-        }
+        let scope = try Self.requestedScope(request.fields, client: registered)
         let resource = try Self.resource(request.fields)
         let jkt = try await proofKey(request, app: app, client: registered)
         let resolver = TenantResolver(client: oauth.client, apps: oauth.apps, tokens: oauth.tokens, logger: logger)
@@ -71,25 +64,43 @@ extension OAuthTokenEndpoint {
         guard let sessionId = caller.sessionId else {
             throw OAuthError.invalidGrant("subject_token has no session (it predates sessions): sign in again")
         }
-        let userId = caller.user.id
+        return try await tokens(
+            onSession: sessionId, userId: caller.user.id, app: app, client: registered, scope: scope, jkt: jkt, proven: nil, resource: resource,
+            issuedTokenType: TokenTypeURI.accessToken)
+    }
+
+    /// The `scope` of a grant made without an authorization request: among the client's registered
+    /// scopes; all of them when none is asked.
+    static func requestedScope(_ fields: [String: String], client registered: OAuthClient) throws -> String {
+        guard let asked = fields["scope"] else { return registered.scopes.joined(separator: " ") }
+        guard let parsed = scopes(asked), parsed.allSatisfy(registered.scopes.contains) else {
+            throw OAuthError.invalidScope("scope must be among the client's registered scopes")
+        }
+        return parsed.joined(separator: " ")
+    }
+
+    /// Opens the grant of `client` on a live session of the user (locking the user row, then the
+    /// session) and signs its tokens. `proven` is how and when the user proved itself (a sign-in just
+    /// made); nil takes the session's last proof (an exchanged end-user token).
+    func tokens(
+        onSession sessionId: UUID, userId: UUID, app: App, client registered: OAuthClient, scope: String, jkt: String?,
+        proven: (authTime: Date, amr: [String])?, resource: String?, issuedTokenType: String?
+    ) async throws -> OAuthTokenResponse {
         let (oauth, logger) = (oauth, logger)
         let decision: Decision = try await client.transaction(logger: logger) { db in
             let user = try await UserStore.lockExisting(db, appRef: app.ref, userId: userId, logger: logger)
             guard let user, user.status == .active,
                 let proof = try await SessionStore.lockLive(db, sessionId: sessionId, appRef: app.ref, userId: userId, logger: logger)
-            else { return .refuse(.invalidGrant("the session of subject_token has ended")) }
-            var amr: [String] = []
-            if case .signIn(let method) = proof.method { amr = OAuthTokenClaims.amr(method) }
+            else { return .refuse(.invalidGrant("the session has ended")) }
             let (grant, refreshToken) = try await Self.openGrant(
-                db, oauth: oauth, app: app, client: registered, sessionId: sessionId, userId: userId, scope: scope, jkt: jkt, authTime: proof.at,
-                amr: amr, logger: logger)
+                db, oauth: oauth, app: app, client: registered, sessionId: sessionId, userId: userId, scope: scope, jkt: jkt,
+                authTime: proven?.authTime ?? proof.at, amr: proven?.amr ?? OAuthAuthorization.amr(proof, app: app), logger: logger)
             return .issue(Issuance(user: user, grant: grant, scope: scope, refreshToken: refreshToken, nonce: nil, jkt: jkt))
         }
         switch decision {
         case .refuse(let error): throw error
         case .issue(let issuance):
-            return try await sign(
-                issuance, app: app, client: registered, resource: resource, withNonce: false, issuedTokenType: TokenTypeURI.accessToken)
+            return try await sign(issuance, app: app, client: registered, resource: resource, withNonce: false, issuedTokenType: issuedTokenType)
         }
     }
 }
