@@ -24,7 +24,9 @@ extension TokenIssuer {
     /// its retirement window; nil when the app has no such key (another app's, or one retired).
     func verificationKey(appRef: Int64, kid: String) async throws -> JWTKeyCollection? {
         if cache?.signingKid(ref: appRef) == kid, let cached = appKeys[kid] { return cached }
+        let generation = cache?.beginLoad()
         let rows = try await client.withConnection { try await AppStore.keys($0, ref: appRef, logger: logger) }
+        if let generation, let active = rows.first(where: \.active) { cache?.storeSigningKid(active.kid, ref: appRef, generation: generation) }
         guard let row = rows.first(where: { $0.kid == kid }) else { return nil }
         return try await parsedKey(row)
     }
