@@ -37,6 +37,7 @@ struct AppKeyTests {
             #expect(patch.object["passkeysPerUser"] == .int(3))
             for (field, value) in [
                 ("rpId", JSONValue.string("https://x.example.com")), ("rpId", .string("nodot")), ("allowedOrigins", .array([.string("http://evil.example.com")])),
+                ("allowedOrigins", .array([.string("http://localhost.evil.example.com")])),
                 ("allowedOrigins", .array([.string("https://a.example.com/path")])), ("userVerification", .string("always")),
                 ("passkeysPerUser", .int(0)), ("challengeLifetimeSeconds", .int(5)), ("trustAnchors", .array([.string("not base64!")])),
                 ("product", .string("cosyncAuth")), ("attestation", .string("required")),

@@ -175,8 +175,12 @@ public struct AppState: Sendable, Equatable {
         else if origin.hasPrefix("http://localhost") { rest = origin.dropFirst(7) }
         else { return false }
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
-        // The whole origin is at most 300 characters; its host has no bound of its own.
-        guard parts.count <= 2, let host = parts.first, host == "localhost" || isDomain(String(host), maxLength: 300) else { return false }
+        // The whole origin is at most 300 characters; its host has no bound of its own. Plain http is for
+        // `localhost` itself only (not `http://localhost.evil.example`, someone else's domain).
+        let plainHTTP = !origin.hasPrefix("https://")
+        guard parts.count <= 2, let host = parts.first,
+            host == "localhost" || (!plainHTTP && isDomain(String(host), maxLength: 300))
+        else { return false }
         if parts.count == 2 { guard let port = Int(parts[1]), (1...65535).contains(port), String(port) == parts[1] else { return false } }
         return true
     }

@@ -37,7 +37,7 @@ struct TokenRoutes {
     func token(_ request: Request, _ context: OAuthAppContext) async throws(OAuthError) -> Response {
         let form = try await OAuthWire.formBody(request, context: context)
         let app = context.app
-        let client = try await authenticate(request, form: form, app: app, endpoint: OAuthRoutes.Path.token)
+        let client = try await authenticate(request, form: form, app: app, endpoint: OAuthRoutes.Path.token, clientAddress: context.origin.address)
         let answer = try await services.oauth.tokenEndpoint.token(
             app: app, client: client, OAuthTokenRequest(fields: form, dpopProof: request.headers[OAuthWire.dpop], origin: context.origin))
         var body: [String: JSONValue] = [
@@ -54,7 +54,7 @@ struct TokenRoutes {
 
     func revoke(_ request: Request, _ context: OAuthAppContext) async throws(OAuthError) -> Response {
         let form = try await OAuthWire.formBody(request, context: context)
-        let client = try await authenticate(request, form: form, app: context.app, endpoint: OAuthRoutes.Path.revoke)
+        let client = try await authenticate(request, form: form, app: context.app, endpoint: OAuthRoutes.Path.revoke, clientAddress: context.origin.address)
         guard let token = form["token"] else { throw .invalidRequest("token is missing") }
         try await services.oauth.resources.revoke(app: context.app, client: client, token: token)
         return Response(status: .ok, headers: [.cacheControl: "no-store", OAuthWire.pragma: "no-cache"])
@@ -62,7 +62,7 @@ struct TokenRoutes {
 
     func introspect(_ request: Request, _ context: OAuthAppContext) async throws(OAuthError) -> Response {
         let form = try await OAuthWire.formBody(request, context: context)
-        let client = try await authenticate(request, form: form, app: context.app, endpoint: OAuthRoutes.Path.introspect)
+        let client = try await authenticate(request, form: form, app: context.app, endpoint: OAuthRoutes.Path.introspect, clientAddress: context.origin.address)
         guard let token = form["token"] else { throw .invalidRequest("token is missing") }
         return OAuthWire.response(try await services.oauth.resources.introspect(app: context.app, client: client, token: token))
     }
@@ -96,8 +96,10 @@ struct TokenRoutes {
 
     /// The client of a request to `endpoint`: HTTP Basic (both parts form-URL-decoded, RFC 6749
     /// §2.3.1), form credentials, or a client assertion. The assertion may be addressed to this
-    /// endpoint's URL, the token endpoint's or the issuer.
-    func authenticate(_ request: Request, form: [String: String], app: App, endpoint: String) async throws(OAuthError) -> OAuthClient {
+    /// endpoint's URL, the token endpoint's or the issuer. Failures count per client and caller address.
+    func authenticate(
+        _ request: Request, form: [String: String], app: App, endpoint: String, clientAddress: String?
+    ) async throws(OAuthError) -> OAuthClient {
         var presented = OAuthClients.Presented(
             clientId: form["client_id"], clientSecret: form["client_secret"], assertionType: form["client_assertion_type"],
             assertion: form["client_assertion"])
@@ -108,7 +110,7 @@ struct TokenRoutes {
         let audience = [
             oauth.endpoint(appId: app.appId, endpoint), oauth.endpoint(appId: app.appId, OAuthRoutes.Path.token), oauth.issuer(appId: app.appId),
         ]
-        return try await oauth.clients.authenticate(app: app, presented, audience: audience)
+        return try await oauth.clients.authenticate(app: app, presented, audience: audience, clientAddress: clientAddress)
     }
 
     /// `base64(urlencode(id) ":" urlencode(secret))` → (id, secret).

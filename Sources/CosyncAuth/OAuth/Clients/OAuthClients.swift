@@ -186,10 +186,12 @@ public struct OAuthClients: Sendable {
 
 /// The limit on failed client authentication: each check of a confidential client's credential is
 /// reserved first in PostgreSQL (`login_throttle`, through ThrottleStore, as password attempts are),
-/// on two subjects in one transaction:
-/// - `oauth-client:<client>|<address>`: `perAddress` attempts per client and caller address;
-/// - `oauth-client:<client>`: `perClient` attempts for the client as a whole, which only failures
-///   spread over many addresses reach.
+/// under `oauth-client:<client>|<address>`: `perAddress` attempts per client and caller address.
+///
+/// There is no lock of the client as a whole: its credential is a 256-bit secret or a private key,
+/// which no number of guesses from any number of addresses finds, while a client-wide lock would let
+/// one stranger who knows the (public) client id lock the real client out. Only a caller whose address
+/// is unknown (no request behind it) counts under `oauth-client:<client>`, with `perClient`.
 ///
 /// The reservation that reaches a threshold locks that subject for 30 s, doubling with each further
 /// attempt, at most 15 minutes; counts start again after 15 minutes without an attempt. A success
@@ -211,9 +213,8 @@ struct ClientAuthThrottle {
 
     var subjects: [(String, Int)] {
         let client = "oauth-client:\(clientRef.uuidString.lowercased())"
-        var all = [(client, Self.perClient)]
-        if let address { all.insert(("\(client)|\(IPNetwork.Address.limitKey(address))", Self.perAddress), at: 0) }
-        return all
+        guard let address else { return [(client, Self.perClient)] }
+        return [("\(client)|\(IPNetwork.Address.limitKey(address))", Self.perAddress)]
     }
 
     /// True when the check may go ahead (and is now counted); false while a subject is locked.
