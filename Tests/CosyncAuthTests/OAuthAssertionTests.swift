@@ -88,13 +88,16 @@ struct OAuthAssertionTests {
         return Fixture(api: api, appId: appId, app: app, client: client, oauth: services.oauth)
     }
 
+    /// The client secret of every client `makeClient` registers.
+    static let clientSecret = "backend-secret-" + Secrets.hexIdentifier()
+
     static func makeClient(app: App, grants: [OAuthGrantType]) async throws -> OAuthClient {
         let clientId = "backend-" + Secrets.hexIdentifier().prefix(12)
         try await TestEnvironment.sql(
             """
             INSERT INTO oauth_clients (app_ref, client_id, name, kind, auth_method, secret_hash, grant_types, scopes, access_token_seconds,
                 refresh_sliding_seconds, refresh_absolute_seconds, refresh_grace_seconds, dpop_required)
-            VALUES (\(app.ref), \(clientId), 'Backend', 'confidential', 'client_secret_basic', \(Data(repeating: 7, count: 32)),
+            VALUES (\(app.ref), \(clientId), 'Backend', 'confidential', 'client_secret_basic', \(Secrets.sha256(clientSecret)),
                 \(grants.map(\.rawValue)), \(["openid", "profile", "email"]), 600, 86400, 2592000, 10, false)
             """)
         let services = try await TestEnvironment.services()
@@ -345,6 +348,51 @@ struct OAuthAssertionTests {
             let foreign = try await api.call(
                 .get, "/admin/v1/apps/\(f.appId)/oauth/assertion-keys", token: other.string("appSecret"))
             #expect(foreign.status == .forbidden || foreign.status == .notFound || foreign.status == .unauthorized, "\(foreign.status)")
+        }
+    }
+
+    /// `POST {issuer}/oauth/token` as the backend's client (HTTP Basic), with `form`.
+    static func tokenRequest(_ f: Fixture, _ form: [(String, String)], client: OAuthClient? = nil) async throws -> API.Reply {
+        let id = (client ?? f.client).clientId
+        let basic = Data("\(AuthorizationRules.formEncode(id)):\(AuthorizationRules.formEncode(clientSecret))".utf8).base64EncodedString()
+        return try await f.api.call(
+            .post, "/apps/\(f.appId)/oauth/token", token: nil, body: OAuthAuthorizeTests.form(form), headers: [.authorization: "Basic \(basic)"],
+            contentType: "application/x-www-form-urlencoded")
+    }
+
+    @Test("through the token endpoint: the grant answers an access token, a refresh token and an ID token for the vouched user")
+    func tokenEndpoint() async throws {
+        try await TestEnvironment.withAPI { api in
+            let f = try await Self.fixture(api)
+            let key = try await BackendKey.make(.es256)
+            var jwk = key.publicJWK
+            jwk["kid"] = .string(key.kid)
+            #expect(try await Self.register(f, ["issuer": .string(Self.issuer), "jwk": .object(jwk)]).status == .created)
+            let grant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+            let assertion = try await key.sign(Self.claims(f, sub: "http-user", ["email": .string("http-\(Secrets.hexIdentifier().prefix(8))@example.com")]))
+            let reply = try await Self.tokenRequest(f, [("grant_type", grant), ("assertion", assertion), ("scope", "openid email")])
+            #expect(reply.status == .ok, "\(reply.text)")
+            let body = reply.object
+            #expect(body["token_type"] == .string("Bearer") && body["access_token"]?.stringValue != nil && body["refresh_token"]?.stringValue != nil)
+            let services = try await TestEnvironment.services()
+            let idToken = try #require(body["id_token"]?.stringValue)
+            let claims = try #require(Base64URL.jwtPart(idToken, 1))
+            let userId = try #require(try await TestEnvironment.value(
+                "SELECT user_id FROM identities WHERE app_ref = \(f.app.ref) AND kind = 'custom' AND subject = 'http-user'", as: UUID.self))
+            #expect(claims["sub"] == .string(userId.uuidString.lowercased()) && claims["iss"] == .string(services.oauth.issuer(appId: f.appId)))
+            // The same assertion again, none at all, or a client without the grant.
+            let replayed = try await Self.tokenRequest(f, [("grant_type", grant), ("assertion", assertion)])
+            #expect(replayed.status == .badRequest && replayed.object["error"] == .string("invalid_grant"), "\(replayed.text)")
+            let missing = try await Self.tokenRequest(f, [("grant_type", grant)])
+            #expect(missing.status == .badRequest && missing.object["error"] == .string("invalid_request"), "\(missing.text)")
+            let other = try await Self.makeClient(app: f.app, grants: [.clientCredentials])
+            let fresh = try await key.sign(Self.claims(f, sub: "http-user"))
+            let refused = try await Self.tokenRequest(f, [("grant_type", grant), ("assertion", fresh)], client: other)
+            #expect(refused.object["error"] == .string("unauthorized_client"), "\(refused.text)")
+            // A scope the client does not have spends nothing: the assertion still works afterwards.
+            let wide = try await Self.tokenRequest(f, [("grant_type", grant), ("assertion", fresh), ("scope", "openid admin")])
+            #expect(wide.object["error"] == .string("invalid_scope"), "\(wide.text)")
+            #expect(try await Self.tokenRequest(f, [("grant_type", grant), ("assertion", fresh)]).status == .ok)
         }
     }
 

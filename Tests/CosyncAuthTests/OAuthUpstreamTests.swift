@@ -351,6 +351,17 @@ struct OAuthUpstreamTests {
             ])
             #expect(await refusal(forged) == "invalid_grant")
             #expect(await refusal("not-a-jwt") == "invalid_grant")
+
+            // Through the token endpoint (RFC 8693): an access token of the same account.
+            let reply = try await OAuthAssertionTests.tokenRequest(
+                OAuthAssertionTests.Fixture(api: api, appId: f.appId, app: f.app, client: client, oauth: services.oauth), [
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("subject_token", native),
+                    ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token"),
+                ], client: client)
+            #expect(reply.status == .ok, "\(reply.text)")
+            #expect(reply.object["issued_token_type"] == .string("urn:ietf:params:oauth:token-type:access_token"))
+            let access = try #require(reply.object["access_token"]?.stringValue.flatMap { Base64URL.jwtPart($0, 1) })
+            #expect(access["sub"] == .string(first.user.id.uuidString.lowercased()))
         }
     }
 

@@ -59,7 +59,7 @@ public struct OAuthTokenEndpoint: Sendable {
             case .refreshToken: return try await refresh(app: app, client: registered, request)
             case .clientCredentials: return try await clientCredentials(app: app, client: registered, request)
             case .tokenExchange: return try await tokenExchange(app: app, client: registered, request)
-            case .jwtBearer: throw OAuthError.unsupportedGrantType("the JWT-bearer grant is not available yet")
+            case .jwtBearer: return try await jwtBearer(app: app, client: registered, request)
             }
         } catch let error as OAuthError {
             throw error

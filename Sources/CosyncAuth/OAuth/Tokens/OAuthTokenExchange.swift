@@ -37,6 +37,8 @@ extension OAuthTokenEndpoint {
         switch subjectType {
         case TokenTypeURI.accessToken:
             return try await exchangeAccessToken(app: app, client: registered, request, subjectToken: subjectToken)
+        case TokenTypeURI.idToken:
+            return try await exchangeUpstreamIDToken(app: app, client: registered, request, subjectToken: subjectToken)
         default:
             throw OAuthError.invalidRequest("this subject_token_type is not supported")
         }
