@@ -57,9 +57,10 @@ enum OAuthGrantStore {
 
     /// The user behind an access token at a resource (userinfo, introspection), in one read: the
     /// session must be live and belong to the app and the user, the user active, and the client named
-    /// by `clientId` must still hold a grant on the session (revoking the grant ends its access tokens).
+    /// by `clientId` must still hold the very grant `grantId` the token was issued under (revoking the
+    /// grant ends its access tokens, also after the client opened a new grant on the session).
     static func liveUser(
-        _ db: PostgresConnection, appRef: Int64, sessionId: UUID, userId: UUID, clientId: String, logger: Logger
+        _ db: PostgresConnection, appRef: Int64, sessionId: UUID, userId: UUID, clientId: String, grantId: UUID, logger: Logger
     ) async throws -> User? {
         let rows = try await db.query(
             """
@@ -69,7 +70,7 @@ enum OAuthGrantStore {
               AND u.status = 'active'
               AND EXISTS (
                 SELECT 1 FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_ref
-                WHERE g.session_id = s.id AND c.client_id = \(clientId) AND c.app_ref = \(appRef))
+                WHERE g.id = \(grantId) AND g.session_id = s.id AND c.client_id = \(clientId) AND c.app_ref = \(appRef))
             """, logger: logger)
         for try await row in rows { return try UserStore.user(from: row) }
         return nil

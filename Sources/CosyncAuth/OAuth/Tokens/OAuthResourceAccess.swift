@@ -100,8 +100,10 @@ public struct OAuthResourceAccess: Sendable {
             return (claims, nil)
         }
         guard let sid = UUID(uuidString: sidText), let userId = UUID(uuidString: subject),
+            let gid = claims["gid"]?.stringValue.flatMap(UUID.init(uuidString:)),
             let user = try await oauth.client.withConnection({ db in
-                try await OAuthGrantStore.liveUser(db, appRef: app.ref, sessionId: sid, userId: userId, clientId: clientId, logger: logger)
+                try await OAuthGrantStore.liveUser(
+                    db, appRef: app.ref, sessionId: sid, userId: userId, clientId: clientId, grantId: gid, logger: logger)
             })
         else { return nil }
         return (claims, user)

@@ -5,10 +5,12 @@ import Foundation
 enum OAuthTokenClaims {
     /// An access token in the RFC 9068 profile. `sub` is the user id (lower-case) or, for
     /// client_credentials, the client id; `sid` names the session every resource check requires to
-    /// be live; `cnf.jkt` binds the token to a DPoP key (RFC 9449 §6).
+    /// be live; `gid` names the grant (the refresh-token family) it was issued under, which must still
+    /// exist: revoking a grant ends its access tokens even if the client opens a new grant on the same
+    /// session; `cnf.jkt` binds the token to a DPoP key (RFC 9449 §6).
     static func accessToken(
         issuer: String, subject: String, audience: String, clientId: String, scope: String, lifetime: Int, sessionId: UUID?,
-        authTime: Date?, jkt: String?, now: Date
+        grantId: UUID? = nil, authTime: Date?, jkt: String?, now: Date
     ) -> [String: JSONValue] {
         let iat = Int(now.timeIntervalSince1970)
         var claims: [String: JSONValue] = [
@@ -16,6 +18,7 @@ enum OAuthTokenClaims {
             "iat": .int(iat), "exp": .int(iat + lifetime), "jti": .string(Secrets.hexIdentifier()), "scope": .string(scope),
         ]
         if let sessionId { claims["sid"] = .string(sessionId.uuidString.lowercased()) }
+        if let grantId { claims["gid"] = .string(grantId.uuidString.lowercased()) }
         if let authTime { claims["auth_time"] = .int(Int(authTime.timeIntervalSince1970)) }
         if let jkt { claims["cnf"] = .object(["jkt": .string(jkt)]) }
         return claims

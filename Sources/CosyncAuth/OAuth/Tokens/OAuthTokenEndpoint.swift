@@ -220,7 +220,8 @@ public struct OAuthTokenEndpoint: Sendable {
         let subject = issuance.user.id.uuidString.lowercased()
         let claims = OAuthTokenClaims.accessToken(
             issuer: issuer, subject: subject, audience: resource ?? registered.clientId, clientId: registered.clientId, scope: issuance.scope,
-            lifetime: registered.accessTokenSeconds, sessionId: grant.sessionId, authTime: grant.authTime, jkt: issuance.jkt, now: now)
+            lifetime: registered.accessTokenSeconds, sessionId: grant.sessionId, grantId: grant.ref, authTime: grant.authTime, jkt: issuance.jkt,
+            now: now)
         let accessToken = try await oauth.tokens.signOAuthToken(claims, type: TokenIssuer.accessTokenType, appRef: app.ref)
         let scopes = Self.scopes(issuance.scope) ?? []
         var idToken: String?
