@@ -53,7 +53,8 @@ extension OpenAPIDocument {
         let providerInput: [String: JSONValue] = [
             "name": text(max: 100, min: 1, pattern: plain),
             "discoveryUrl": url.objectValue.map { JSONValue.object($0.merging([
-                "description": .string("the issuer, or its /.well-known/openid-configuration URL; fetched when saved, and its issuer must be that URL"),
+                "format": .string("oidc-discovery-url"),
+                "description": .string("format oidc-discovery-url: the issuer, or its /.well-known/openid-configuration URL, of a live OpenID provider; fetched when saved, and its issuer must be that URL"),
             ]) { _, b in b }) } ?? url,
             "clientId": text(max: 256, min: 1, pattern: plain),
             "clientSecret": .object(["anyOf": .array([text(max: 1024, min: 1), type("null")]), "writeOnly": .bool(true)]),
@@ -81,7 +82,14 @@ extension OpenAPIDocument {
                 "type": .string("object"), "additionalProperties": .bool(false), "required": strings(["issuer"]),
                 "properties": .object([
                     "issuer": text(max: 512, min: 1, pattern: plain), "kid": text(max: 256, min: 1, pattern: plain), "jwk": jwk,
-                    "pem": text(max: 16_384, min: 1), "jwksUri": url,
+                    "pem": text(max: 16_384, min: 1).objectValue.map { JSONValue.object($0.merging([
+                        "format": .string("public-key-pem"),
+                        "description": .string("format public-key-pem: a SubjectPublicKeyInfo PEM of an RSA (2048-8192 bits), P-256 or Ed25519 key"),
+                    ]) { _, b in b }) } ?? text(max: 16_384, min: 1),
+                    "jwksUri": url.objectValue.map { JSONValue.object($0.merging([
+                        "format": .string("jwks-url"),
+                        "description": .string("format jwks-url: the URL of a live JWK set holding a usable signing key; fetched when saved"),
+                    ]) { _, b in b }) } ?? url,
                 ]),
                 "oneOf": .array(["jwk", "pem", "jwksUri"].map { .object(["required": strings([$0])]) }),
             ]),
