@@ -92,10 +92,15 @@ struct OAuthAttackTests {
 
             let out = try await victim.get("\(f.base)/oauth/logout?\(A.form([("id_token_hint", hint)]))")
             #expect(out.status == .ok)
+            #expect(victim.cookies["cosync-sso-\(f.appId)"] != nil, "the victim's browser-session cookie was cleared by a foreign hint")
+            // The client is public, so a live browser session answers prompt=none with
+            // interaction_required (F4); an ended one would be login_required.
             let silent = try await victim.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("prompt", "none")]))")
-            withKnownIssue("F3: OAuthLogout deletes the browser session of the presented cookie even when it is another user's") {
-                #expect(A.queryItems(silent.headers[.location] ?? "")["code"] != nil, "the victim's single sign-on was ended by a foreign hint")
-            }
+            #expect(A.queryItems(silent.headers[.location] ?? "")["error"] == "interaction_required",
+                    "the victim's single sign-on was ended by a foreign hint: \(silent.headers[.location] ?? "")")
+            // The hinted session (the attacker's own) still ends.
+            #expect(try await TestEnvironment.value(
+                "SELECT count(*)::int FROM sessions WHERE id = \(try #require(UUID(uuidString: claims["sid"]?.stringValue ?? "")))", as: Int.self) == 0)
         }
     }
 
@@ -127,9 +132,9 @@ struct OAuthAttackTests {
                 ("code_challenge", attackerChallenge), ("code_challenge_method", "S256"),
             ])
             let silent = try await browser.get("\(f.base)/oauth/authorize?\(query)")
-            withKnownIssue("F4: SSO issues public clients' codes without user interaction (RFC 8252 §8.6)") {
-                #expect(A.queryItems(silent.headers[.location] ?? "")["code"] == nil, "a code went to an arbitrary loopback port silently")
-            }
+            #expect(A.queryItems(silent.headers[.location] ?? "")["code"] == nil, "a code went to an arbitrary loopback port silently")
+            // The user is asked instead ("Continue as", a CSRF-protected form).
+            #expect(silent.status == .seeOther && silent.headers[.location]?.contains("/oauth/login/continue?r=") == true, "\(silent.status)")
         }
     }
 }

@@ -13,7 +13,7 @@ struct OAuthAuthorizeTests {
     static let redirect = "com.example.app:/callback"
     static let logoutRedirect = "com.example.app:/signed-out"
 
-    /// An app with a user (password "pw") and a public client.
+    /// An app with a user (password "pw") and a public client (or a confidential one, client_secret_basic).
     struct Fixture {
         let api: API
         let appId: String
@@ -47,7 +47,7 @@ struct OAuthAuthorizeTests {
         return (verifier, Base64URL.encode(SHA256.hash(data: Data(verifier.utf8))))
     }
 
-    static func fixture(_ api: API, settings: [String: JSONValue] = [:], redirectURIs: [String] = [redirect]) async throws -> Fixture {
+    static func fixture(_ api: API, settings: [String: JSONValue] = [:], redirectURIs: [String] = [redirect], confidential: Bool = false) async throws -> Fixture {
         var all = settings
         all["signupFlow"] = all["signupFlow"] ?? .string("none")
         let created = try await api.createApp("OAuth Authorize", settings: all)
@@ -59,9 +59,10 @@ struct OAuthAuthorizeTests {
         let clientId = "client-\(Secrets.hexIdentifier().prefix(12))"
         try await TestEnvironment.sql(
             """
-            INSERT INTO oauth_clients (app_ref, client_id, name, kind, auth_method, redirect_uris, post_logout_redirect_uris, grant_types, scopes,
-                access_token_seconds, refresh_sliding_seconds, refresh_absolute_seconds, refresh_grace_seconds, dpop_required)
-            SELECT id, \(clientId), 'Test client', 'public', 'none', \(redirectURIs), \([logoutRedirect]), \(["authorization_code", "refresh_token"]),
+            INSERT INTO oauth_clients (app_ref, client_id, name, kind, auth_method, secret_hash, redirect_uris, post_logout_redirect_uris, grant_types,
+                scopes, access_token_seconds, refresh_sliding_seconds, refresh_absolute_seconds, refresh_grace_seconds, dpop_required)
+            SELECT id, \(clientId), 'Test client', \(confidential ? "confidential" : "public"), \(confidential ? "client_secret_basic" : "none"),
+                \(confidential ? Secrets.sha256("secret") : nil), \(redirectURIs), \([logoutRedirect]), \(["authorization_code", "refresh_token"]),
                 \(["openid", "profile", "email", "offline_access"]), 600, 86400, 2592000, 30, false
             FROM apps WHERE app_id = \(appId)
             """)
@@ -331,10 +332,10 @@ struct OAuthAuthorizeTests {
         }
     }
 
-    @Test("prompt=none: login_required without a browser session; with one, a code at once (single sign-on), as without prompt")
+    @Test("prompt=none: login_required without a browser session; with one, a confidential client's code at once (single sign-on), as without prompt")
     func promptNone() async throws {
         try await TestEnvironment.withAPI { api in
-            let f = try await Self.fixture(api)
+            let f = try await Self.fixture(api, confidential: true)
             let (_, challenge) = Self.pkce()
             var browser = Browser(api: api)
             let none = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("prompt", "none")]))")
@@ -366,7 +367,7 @@ struct OAuthAuthorizeTests {
     @Test("max_age: a session proven longer ago signs in again, on the form with the handle filled in")
     func maxAge() async throws {
         try await TestEnvironment.withAPI { api in
-            let f = try await Self.fixture(api)
+            let f = try await Self.fixture(api, confidential: true)
             let (_, challenge) = Self.pkce()
             var browser = Browser(api: api)
             let first = Self.queryItems(try await Self.signIn(f, &browser, challenge: challenge))
@@ -390,6 +391,115 @@ struct OAuthAuthorizeTests {
             // And the fresh browser session passes max_age from now on.
             let silent = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("prompt", "none"), ("max_age", "600")]))")
             #expect(Self.queryItems(silent.headers[.location] ?? "")["code"] != nil)
+        }
+    }
+
+    @Test("public client, signed-in browser: prompt=none is interaction_required; otherwise a CSRF-protected \"Continue as\" page whose POST alone issues the code")
+    func publicClientContinueAs() async throws {
+        try await TestEnvironment.withAPI { api in
+            let f = try await Self.fixture(api, settings: ["locales": .array([.string("EN"), .string("FR")])])
+            let (_, challenge) = Self.pkce()
+            var browser = Browser(api: api)
+            // Without a browser session, prompt=none is still login_required.
+            let anonymous = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("prompt", "none")]))")
+            #expect(Self.queryItems(anonymous.headers[.location] ?? "")["error"] == "login_required")
+            let first = Self.queryItems(try await Self.signIn(f, &browser, challenge: challenge))
+            let session = try await Self.session(ofCode: first["code"])
+            let codes = { try await TestEnvironment.value("SELECT count(*)::int FROM oauth_codes WHERE session_id = \(session)", as: Int.self) }
+            #expect(try await codes() == 1)
+
+            // prompt=none: OpenID Connect Core §3.1.2.6, the user must act: no code.
+            let none = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, state: "s-none", extra: [("prompt", "none")]))")
+            #expect(none.status == .found)
+            let refused = Self.queryItems(none.headers[.location] ?? "")
+            #expect(refused["error"] == "interaction_required" && refused["code"] == nil && refused["state"] == "s-none" && refused["iss"] == f.issuer, "\(refused)")
+
+            // Without prompt: the "Continue as" page, not a code.
+            let start = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, state: "s2"))")
+            #expect(start.status == .seeOther)
+            let location = try #require(start.headers[.location])
+            #expect(location.hasPrefix("\(f.base)/oauth/login/continue?r="), "\(location)")
+            let page = try await browser.get(location)
+            #expect(page.status == .ok)
+            #expect(page.text.contains("Continue as \(f.handle)") && page.text.contains("Test client") && page.text.contains("<html lang=\"en\">"))
+            #expect(page.text.contains("Use another account") && page.text.contains("aria-describedby=\"continue-help\""))
+            let csp = page.headers[.contentSecurityPolicy] ?? ""
+            #expect(csp.contains("frame-ancestors 'none'") && csp.contains("form-action 'self' com.example.app:"), "\(csp)")
+            #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY" && page.headers[.cacheControl] == "no-store")
+            #expect(try await codes() == 1, "showing the page issues nothing")
+            let csrf = try #require(Self.hidden("csrf", in: page.text)), reference = try #require(Self.hidden("r", in: page.text))
+
+            // Refusals: a forged token, the sign-in form's token, another browser with the right token.
+            var other = Browser(api: api)
+            _ = try await other.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))")
+            let loginToken = try await TestEnvironment.services().oauth.csrf.token(
+                browserKey: try #require(browser.cookies["cosync-browser"]), appId: f.appId, purpose: "login:" + reference)
+            for (pairs, who) in [([("r", reference), ("csrf", "forged")], "forged"), ([("r", reference), ("csrf", loginToken)], "login token")] {
+                let reply = try await browser.post("\(f.base)/oauth/login/continue", pairs)
+                #expect(reply.status == .forbidden && reply.headers[.location] == nil, "\(who): \(reply.status)")
+            }
+            other.cookies["cosync-sso-\(f.appId)"] = browser.cookies["cosync-sso-\(f.appId)"]
+            let stolen = try await other.post("\(f.base)/oauth/login/continue", [("r", reference), ("csrf", csrf)])
+            #expect(stolen.status == .forbidden && stolen.headers[.location] == nil)
+            #expect(try await codes() == 1)
+
+            // The user continues: the code, through the resume step, on the same session.
+            let chosen = try await browser.post("\(f.base)/oauth/login/continue", [("r", reference), ("csrf", csrf)])
+            #expect(chosen.status == .seeOther, "\(chosen.text)")
+            let resume = try #require(chosen.headers[.location])
+            #expect(resume.hasPrefix("\(f.base)/oauth/authorize/resume?"))
+            let done = try await browser.get(resume)
+            let items = Self.queryItems(done.headers[.location] ?? "")
+            #expect(done.status == .found && items["state"] == "s2" && items["iss"] == f.issuer)
+            #expect(try await Self.session(ofCode: items["code"]) == session)
+            // Used once.
+            #expect(try await browser.post("\(f.base)/oauth/login/continue", [("r", reference), ("csrf", csrf)]).status == .badRequest)
+
+            // "Use another account" is the sign-in form; prompt=login goes there at once; the page speaks French when asked.
+            let again = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("ui_locales", "fr")]))")
+            let french = try await browser.get(try #require(again.headers[.location]))
+            #expect(french.text.contains("Continuer en tant que \(f.handle)") && french.text.contains("<html lang=\"fr\">"), "\(french.text)")
+            let otherURL = try #require(try Regex("href=\"([^\"]*/oauth/login\\?r=[^\"]*)\"").firstMatch(in: french.text)?.output[1].substring)
+            let form = try await browser.get(String(otherURL).replacingOccurrences(of: "&amp;", with: "&"))
+            #expect(form.status == .ok && form.text.contains("name=\"password\""))
+            let login = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge, extra: [("prompt", "login")]))")
+            #expect(login.headers[.location]?.hasPrefix("\(f.base)/oauth/login?r=") == true)
+            // A session that ended: the continue page falls back to the sign-in form, and its POST issues nothing.
+            let last = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))")
+            let lastPage = try await browser.get(try #require(last.headers[.location]))
+            let lastCSRF = try #require(Self.hidden("csrf", in: lastPage.text)), lastRef = try #require(Self.hidden("r", in: lastPage.text))
+            try await TestEnvironment.sql("DELETE FROM sessions WHERE id = \(session)")
+            #expect(try await browser.get("\(f.base)/oauth/login/continue?r=\(AuthorizationRules.formEncode(lastRef))").text.contains("name=\"password\""))
+            let late = try await browser.post("\(f.base)/oauth/login/continue", [("r", lastRef), ("csrf", lastCSRF)])
+            #expect(late.headers[.location] == nil)
+        }
+    }
+
+    @Test("the resume step answers only in the browser that started the request (its binding cookie)")
+    func resumeBinding() async throws {
+        try await TestEnvironment.withAPI { api in
+            let f = try await Self.fixture(api)
+            let (_, challenge) = Self.pkce()
+            var browser = Browser(api: api)
+            let start = try await browser.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))")
+            let page = try await browser.get(try #require(start.headers[.location]))
+            let csrf = try #require(Self.hidden("csrf", in: page.text)), reference = try #require(Self.hidden("r", in: page.text))
+            let signed = try await browser.post("\(f.base)/oauth/login", [("r", reference), ("csrf", csrf), ("handle", f.handle), ("password", "pw")])
+            let resume = try #require(signed.headers[.location])
+
+            // Another browser (its own binding cookie), and one without any: the error page, no redirect.
+            var other = Browser(api: api)
+            _ = try await other.get("\(f.base)/oauth/authorize?\(f.authorizeQuery(challenge: challenge))")
+            #expect(other.cookies["cosync-browser"] != nil && other.cookies["cosync-browser"] != browser.cookies["cosync-browser"])
+            var bare = Browser(api: api)
+            for (name, reply) in [("other", try await other.get(resume)), ("no cookie", try await bare.get(resume))] {
+                #expect(reply.status == .badRequest && reply.headers[.location] == nil, "\(name): \(reply.status)")
+                #expect(reply.text.contains("started in another browser"), "\(name)")
+            }
+            // The browser that started it still gets its code, once.
+            let done = try await browser.get(resume)
+            #expect(done.status == .found && Self.queryItems(done.headers[.location] ?? "")["code"] != nil, "\(done.text)")
+            #expect(try await browser.get(resume).status == .badRequest)
         }
     }
 

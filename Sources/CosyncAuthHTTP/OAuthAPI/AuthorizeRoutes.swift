@@ -9,9 +9,11 @@ import Hummingbird
 /// - `GET`/`POST I/oauth/authorize`: an authorization request (query, or form body). Until the client
 ///   and its redirect URI are trusted, a refusal is an HTML page; after, a `302` to the redirect URI with
 ///   `error`, `error_description`, `state` and `iss`. A browser with a live session that needs no new
-///   proof gets its code at once (`302` with `code`, `state`, `iss`); otherwise `303` to the hosted
-///   login page (`HostedLoginRoutes`).
-/// - `GET I/oauth/authorize/resume?r=…&code=…`: the step after a sign-in on the page: `302` to the client.
+///   proof gets a confidential client's code at once (`302` with `code`, `state`, `iss`), and a public
+///   client's after the user confirms (`303` to the "Continue as" page, `I/oauth/login/continue`);
+///   otherwise `303` to the hosted login page (`HostedLoginRoutes`).
+/// - `GET I/oauth/authorize/resume?r=…&code=…`: the step after a sign-in on the page: `302` to the
+///   client, only in the browser that started the request (its binding cookie).
 /// - `POST I/oauth/par` (RFC 9126): the client authenticates as at the token endpoint; `201`
 ///   `{"request_uri": "urn:ietf:params:oauth:request_uri:…", "expires_in": 90}`.
 /// - `GET`/`POST I/oauth/logout` (OpenID Connect RP-Initiated Logout 1.0): `id_token_hint`, `client_id`,
@@ -82,17 +84,20 @@ struct AuthorizeRoutes {
         let existing = HostedCookies.browserKey(request, services: services)
         let browserKey = existing ?? HostedCSRF.newBrowserKey()
         let sso = HostedCookies.value(request, HostedCookies.ssoName(appId: app.appId, services: services))
-        switch await services.oauth.authorization.authorize(app: app, params: params, browserKey: browserKey, browserToken: sso) {
+        let answer = await services.oauth.authorization.authorize(app: app, params: params, browserKey: browserKey, browserToken: sso)
+        switch answer {
         case .errorPage(let error):
             return HostedLoginRoutes.message(
                 services, app: app, request: request, error.status >= 500 ? .genericError : .badRequest,
                 status: HTTPResponse.Status(code: error.status), uiLocales: Self.locales(params), detail: "\(error.code): \(error.description)")
         case .redirect(let location):
             return Self.redirect(.found, to: location)
-        case .signIn(let reference):
+        case .signIn(let reference), .chooseAccount(let reference):
             let cookies = existing == nil
                 ? [HostedCookies.set(HostedCookies.bindingName(services: services), browserKey, maxAge: nil, services: services)] : []
-            let location = HostedLoginRoutes.issuerPath(services, appId: app.appId) + HostedLoginRoutes.Path.login + "?r=" + Self.encode(reference)
+            var path = HostedLoginRoutes.Path.login
+            if case .chooseAccount = answer { path = HostedLoginRoutes.Path.continueAs }
+            let location = HostedLoginRoutes.issuerPath(services, appId: app.appId) + path + "?r=" + Self.encode(reference)
             return Self.redirect(.seeOther, to: location, cookies: cookies)
         }
     }
@@ -102,10 +107,16 @@ struct AuthorizeRoutes {
         let app = context.app
         do {
             let query = try Self.parameters(request)
-            if let location = try await services.oauth.authorization.resume(app: app, reference: query["r"] ?? "", code: query["code"] ?? "") {
+            // Only the browser that started the request (its binding cookie) may take the redirect.
+            let browserKey = HostedCookies.browserKey(request, services: services)
+            if let location = try await services.oauth.authorization.resume(
+                app: app, reference: query["r"] ?? "", code: query["code"] ?? "", browserKey: browserKey)
+            {
                 return Self.redirect(.found, to: location)
             }
             return HostedLoginRoutes.message(services, app: app, request: request, .requestExpired, status: .badRequest)
+        } catch OAuthAuthorization.PendingFailure.otherBrowser {
+            return HostedLoginRoutes.message(services, app: app, request: request, .cookiesNeeded, status: .badRequest)
         } catch {
             services.logger.error("resume failed", metadata: ["error": "\(String(reflecting: error))"])
             return HostedLoginRoutes.message(services, app: app, request: request, .genericError, status: .internalServerError)
@@ -128,7 +139,7 @@ struct AuthorizeRoutes {
         }
         let url = oauth.endpoint(appId: app.appId, OAuthRoutes.Path.par)
         let audience = [url, oauth.endpoint(appId: app.appId, OAuthRoutes.Path.token), oauth.issuer(appId: app.appId)]
-        let registered = try await oauth.clients.authenticate(app: app, presented, audience: audience)
+        let registered = try await oauth.clients.authenticate(app: app, presented, audience: audience, clientAddress: context.origin.address)
         for credential in ["client_secret", "client_assertion", "client_assertion_type"] { form[credential] = nil }
         let jkt = try await oauth.dpop.verify(request.headers[OAuthWire.dpop], expecting: .init(method: "POST", url: url), appRef: app.ref)
         let pushed = try await oauth.authorization.push(app: app, client: registered, params: form, dpopJKT: jkt)
@@ -189,8 +200,9 @@ struct AuthorizeRoutes {
             page.formTargets = params["post_logout_redirect_uri"].map { [$0] } ?? []
             if browserKey == nil { page.cookies = [HostedCookies.set(HostedCookies.bindingName(services: services), key, maxAge: nil, services: services)] }
             return HostedPages.render(page, issuerPath: HostedLoginRoutes.issuerPath(services, appId: app.appId))
-        case .signedOut(let location):
-            let cleared = sso == nil ? [] : [HostedCookies.clear(ssoName, services: services)]
+        case .signedOut(let location, let endedBrowser):
+            // A browser session of another user than the hint's stays, and so does its cookie.
+            let cleared = sso == nil || !endedBrowser ? [] : [HostedCookies.clear(ssoName, services: services)]
             if let location { return Self.redirect(.found, to: location, cookies: cleared) }
             return HostedLoginRoutes.message(
                 services, app: app, request: request, .signedOutBody, status: .ok, uiLocales: Self.locales(params), title: .signedOutTitle,

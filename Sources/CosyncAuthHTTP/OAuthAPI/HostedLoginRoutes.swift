@@ -17,6 +17,11 @@ import Hummingbird
 /// | Signup code | (answer of the signup POST) | `I/oauth/login/signup/code` | `code`, `handle` (hidden) |
 /// | Forgot password | `I/oauth/login/forgot` | `I/oauth/login/forgot` | `handle` |
 /// | Reset password | (answer of the forgot POST) | `I/oauth/login/reset` | `code`, `password`, `handle` (hidden) |
+/// | Continue as (public client, signed-in browser) | `I/oauth/login/continue` | `I/oauth/login/continue` | (only `r` and `csrf`) |
+///
+/// A public client's request in a browser that is already signed in goes to "Continue as": the page
+/// names the signed-in user and the client, its POST (CSRF token bound to the binding cookie, the
+/// request and the browser's session) issues the code; "Use another account" is the sign-in page.
 ///
 /// Every form also carries the hidden `r` and `csrf`. `csrf` is bound to the browser's binding cookie
 /// (`__Host-cosync-browser`, made by the authorization endpoint) and to `r` (see `HostedCSRF`), and is
@@ -44,6 +49,7 @@ struct HostedLoginRoutes {
         static let forgot = "/oauth/login/forgot"
         static let reset = "/oauth/login/reset"
         static let resume = "/oauth/authorize/resume"
+        static let continueAs = "/oauth/login/continue"
     }
 
     func register(on issuer: RouterGroup<OAuthAppContext>) {
@@ -65,6 +71,8 @@ struct HostedLoginRoutes {
         issuer.post("oauth/login/signup/code") { request, context in await post(request, context) { visit, form in await signupCode(visit, form) } }
         issuer.post("oauth/login/forgot") { request, context in await post(request, context) { visit, form in await forgot(visit, form, context) } }
         issuer.post("oauth/login/reset") { request, context in await post(request, context) { visit, form in await reset(visit, form, context) } }
+        issuer.get("oauth/login/continue") { request, context in await page(request, context) { visit in await continuePage(visit, request) } }
+        issuer.post("oauth/login/continue") { request, context in await continuePost(request, context) }
     }
 
     // MARK: what every page and form shares
@@ -254,6 +262,85 @@ struct HostedLoginRoutes {
         var page = visit.page("reset", title: .resetTitle, values: ["action": visit.issuerPath + Path.reset, "handle": handle], status: status)
         page.error = error
         return page
+    }
+
+    /// The CSRF purpose of the "Continue as" form: the request and the browser session it shows, so a
+    /// form shown for one user cannot continue as another who signed in since.
+    static func continuePurpose(reference: String, sessionId: UUID) -> String {
+        "continue:" + reference + ":" + sessionId.uuidString.lowercased()
+    }
+
+    /// `GET I/oauth/login/continue`: "Continue as <user>" or "Use another account", for a public
+    /// client's request in a signed-in browser. Without a usable browser session: the sign-in page.
+    func continuePage(_ visit: Visit, _ request: Request) async -> HostedPages.Page {
+        let sso = HostedCookies.value(request, HostedCookies.ssoName(appId: visit.app.appId, services: services))
+        let browser: OAuthAuthorization.SignedInBrowser?
+        do { browser = try await services.oauth.authorization.continuable(app: visit.app, request: visit.pending.request, browserToken: sso) } catch {
+            services.logger.error("hosted page: reading the browser session failed", metadata: ["error": "\(String(reflecting: error))"])
+            browser = nil
+        }
+        guard let browser else { return await signInPage(visit) }
+        return continueAsPage(visit, browser)
+    }
+
+    func continueAsPage(_ visit: Visit, _ browser: OAuthAuthorization.SignedInBrowser) -> HostedPages.Page {
+        let language = visit.language
+        let shown = Identifiers.isAnonymous(browser.user.handle) ? language(.signedInAccount) : browser.user.handle
+        let fill = ["app": visit.app.name, "handle": shown, "client": visit.pending.client.name]
+        var page = visit.page("continue", title: .continueTitle, values: [
+            "action": visit.issuerPath + Path.continueAs, "prompt": language(.continuePrompt, fill), "button": language(.continueButton, fill),
+            "otherURL": visit.url(Path.login),
+        ])
+        page.values["csrf"] = services.oauth.csrf.token(
+            browserKey: visit.browserKey, appId: visit.app.appId, purpose: Self.continuePurpose(reference: visit.reference, sessionId: browser.sessionId))
+        return page
+    }
+
+    /// `POST I/oauth/login/continue`: the user chose to continue as the signed-in user: the code for
+    /// the browser's session, then the resume step. If the browser is no longer signed in as the page
+    /// showed, the sign-in page.
+    func continuePost(_ request: Request, _ context: OAuthAppContext) async -> Response {
+        let app = context.app
+        let form: [String: String]
+        do { form = try await OAuthWire.formBody(request, context: context) } catch {
+            return Self.message(services, app: app, request: request, .badRequest, status: .badRequest)
+        }
+        let reference = form["r"] ?? ""
+        let browserKey = HostedCookies.browserKey(request, services: services)
+        let sso = HostedCookies.value(request, HostedCookies.ssoName(appId: app.appId, services: services))
+        let signInLink = Self.issuerPath(services, appId: app.appId) + Path.login + "?r=" + AuthorizeRoutes.encode(reference)
+        let browser: OAuthAuthorization.SignedInBrowser?
+        do { browser = try await services.oauth.authorization.signedInBrowser(app: app, token: sso) } catch {
+            services.logger.error("hosted page: reading the browser session failed", metadata: ["error": "\(String(reflecting: error))"])
+            return Self.message(services, app: app, request: request, .genericError, status: .internalServerError)
+        }
+        guard let browser,
+            services.oauth.csrf.verify(
+                form["csrf"], browserKey: browserKey, appId: app.appId, purpose: Self.continuePurpose(reference: reference, sessionId: browser.sessionId))
+        else {
+            return Self.message(services, app: app, request: request, browserKey == nil ? .cookiesNeeded : .formExpired, status: .forbidden,
+                                link: reference.isEmpty ? nil : (signInLink, .backToSignIn))
+        }
+        let visit: Visit
+        switch await self.visit(app: app, request: request, reference: reference) {
+        case .success(let found): visit = found
+        case .failure(let failure): return failure.response
+        }
+        do {
+            let code = try await services.oauth.authorization.continueSignedIn(
+                app: app, reference: reference, browserKey: visit.browserKey, browserToken: sso, sessionId: browser.sessionId)
+            let location = visit.issuerPath + Path.resume + "?r=" + AuthorizeRoutes.encode(reference) + "&code=" + AuthorizeRoutes.encode(code)
+            return AuthorizeRoutes.redirect(.seeOther, to: location)
+        } catch OAuthAuthorization.ContinueFailure.notSignedIn {
+            return HostedPages.render(await signInPage(visit), issuerPath: visit.issuerPath)
+        } catch OAuthAuthorization.PendingFailure.otherBrowser {
+            return Self.message(services, app: app, request: request, .cookiesNeeded, status: .badRequest)
+        } catch OAuthAuthorization.PendingFailure.gone {
+            return Self.message(services, app: app, request: request, .requestExpired, status: .badRequest)
+        } catch {
+            services.logger.error("hosted page: continuing as the signed-in user failed", metadata: ["error": "\(String(reflecting: error))"])
+            return Self.message(services, app: app, request: request, .genericError, status: .internalServerError)
+        }
     }
 
     // MARK: forms

@@ -38,6 +38,9 @@ public struct OAuthAuthorization: Sendable {
         case redirect(String)
         /// Show the hosted login page for the waiting request `reference` names.
         case signIn(reference: String)
+        /// The browser is signed in, but the client is public: ask the user to continue as the signed-in
+        /// user or use another account (the waiting request `reference` names) before issuing a code.
+        case chooseAccount(reference: String)
     }
 
     /// Why a request is refused, and where the refusal goes.
@@ -59,7 +62,10 @@ public struct OAuthAuthorization: Sendable {
     /// the value of the browser's binding cookie (the HTTP layer makes one when it has none): a request
     /// that goes on to the login page may be continued only by the browser that started it.
     /// `browserToken` is the browser-session cookie, if any: with a live session that needs no new
-    /// proof the code is issued at once (single sign-on), and `prompt=none` needs one.
+    /// proof a confidential client's code is issued at once (single sign-on), and `prompt=none` needs
+    /// one. A public client's identity cannot be assured (RFC 8252 §8.6: any local program can use its
+    /// client_id with its own loopback port or scheme), so for it the user confirms first
+    /// (`chooseAccount`), and `prompt=none` answers `interaction_required`.
     public func authorize(app: App, params: [String: String], browserKey: String, browserToken: String?) async -> Answer {
         do {
             return try await answer(app: app, params: params, browserKey: browserKey, browserToken: browserToken)
@@ -107,6 +113,19 @@ public struct OAuthAuthorization: Sendable {
 
         let browser = try await signedInBrowser(app: app, token: browserToken)
         let fresh = browser.map { Self.isFresh($0.proof, maxAge: request.maxAge) } ?? false
+        if let browser, fresh, request.prompt != .login, registered.kind == .public {
+            if request.prompt == AuthorizationRequest.Prompt.none {
+                throw Refusal.redirect(
+                    OAuthError("interaction_required", "the user must confirm the sign-in to this client"), redirectURI: redirectURI, state: request.state)
+            }
+            var stored = request.parameters
+            stored["_binding"] = Hex.encode(Secrets.sha256(browserKey))
+            let reference = Self.newReference()
+            guard try await store(app: app, clientRef: registered.ref, reference: reference, params: stored, pushed: false) else {
+                throw Refusal.page(.slowDown(retryAfter: 60))
+            }
+            return .chooseAccount(reference: reference)
+        }
         if let browser, fresh, request.prompt != .login {
             let code = try await client.withConnection { db in
                 try await issueCode(db, app: app, client: registered, request: request, sessionId: browser.sessionId, userId: browser.user.id,
@@ -303,12 +322,59 @@ public struct OAuthAuthorization: Sendable {
         return Completed(code: code, browserToken: browserToken, browserTokenMaxAge: oauth.flows.sessions.lifetime(app))
     }
 
-    /// The redirect to the client for an answered request, once: `code` must be its answer.
-    public func resume(app: App, reference: String, code: String) async throws -> String? {
+    /// The browser session of cookie `browserToken` when the "Continue as" step may use it for
+    /// `request`: live, its user active, fresh enough for `max_age`, and the request not `prompt=login`.
+    public func continuable(app: App, request: AuthorizationRequest, browserToken: String?) async throws -> SignedInBrowser? {
+        guard request.prompt != .login, let browser = try await signedInBrowser(app: app, token: browserToken),
+            Self.isFresh(browser.proof, maxAge: request.maxAge)
+        else { return nil }
+        return browser
+    }
+
+    /// Why the "Continue as" step cannot issue a code.
+    public enum ContinueFailure: Error, Sendable, Equatable {
+        /// The browser is no longer signed in as the user the page showed (its session ended, another
+        /// user signed in since, or the request asks for a new proof): the sign-in form instead.
+        case notSignedIn
+    }
+
+    /// The "Continue as" step (a public client and a signed-in browser): the user confirmed, so the
+    /// waiting request is answered with a code for the browser's session, which must still be
+    /// `sessionId` (the one the page showed), live and fresh enough for the request. One transaction,
+    /// the request locked, as `complete`. Answers the code, for the resume step.
+    public func continueSignedIn(app: App, reference: String, browserKey: String?, browserToken: String?, sessionId: UUID) async throws -> String {
+        guard let browser = try await signedInBrowser(app: app, token: browserToken), browser.sessionId == sessionId else {
+            throw ContinueFailure.notSignedIn
+        }
+        return try await client.transaction(logger: logger) { db in
+            let pending = try await pending(db, app: app, reference: reference, browserKey: browserKey, lock: true)
+            guard pending.request.prompt != .login, Self.isFresh(browser.proof, maxAge: pending.request.maxAge),
+                let (user, proof) = try await SessionStore.liveUser(db, sessionId: browser.sessionId, appRef: app.ref, userId: browser.user.id, logger: logger),
+                user.status == .active
+            else { throw ContinueFailure.notSignedIn }
+            let code = try await issueCode(
+                db, app: app, client: pending.client, request: pending.request, sessionId: browser.sessionId, userId: user.id,
+                authTime: proof.at, amr: Self.amr(proof, app: app))
+            try await OAuthRequestStore.answer(db, handleHash: Secrets.sha256(reference), codeHashHex: Hex.encode(Secrets.sha256(code)), logger: logger)
+            return code
+        }
+    }
+
+    /// The redirect to the client for an answered request, once: `code` must be its answer, and
+    /// `browserKey` the binding key of the browser that started the request. A resume URL opened in
+    /// another browser (or without the cookie) is refused with `PendingFailure.otherBrowser`, and the
+    /// request stays for its own browser (the transaction rolls back).
+    public func resume(app: App, reference: String, code: String, browserKey: String?) async throws -> String? {
         guard !reference.isEmpty, reference.utf8.count <= 100, !code.isEmpty, code.utf8.count <= 100 else { return nil }
-        let row = try await client.withConnection { db in
-            try await OAuthRequestStore.takeAnswered(
+        let row = try await client.transaction(logger: logger) { db in
+            let row = try await OAuthRequestStore.takeAnswered(
                 db, handleHash: Secrets.sha256(reference), appRef: app.ref, codeHashHex: Hex.encode(Secrets.sha256(code)), logger: logger)
+            if let row {
+                guard let browserKey, let bound = row.params["_binding"].flatMap(Hex.decode),
+                    Secrets.constantTimeEquals(Secrets.sha256(browserKey), bound)
+                else { throw PendingFailure.otherBrowser }
+            }
+            return row
         }
         guard let row, let redirectURI = row.params["redirect_uri"] else { return nil }
         return AuthorizationRules.redirect(redirectURI, [("code", code), ("state", row.params["state"]), ("iss", oauth.issuer(appId: app.appId))])

@@ -18,8 +18,10 @@ public struct OAuthLogout: Sendable {
         /// third-party page cannot sign the user out. `clientName` names the client, when known.
         case confirm(clientName: String?)
         /// Signed out: go to `redirect` (the registered post-logout URI, with `state`), or show that
-        /// the user is signed out.
-        case signedOut(redirect: String?)
+        /// the user is signed out. `endedBrowser` is true when the browser session of the presented
+        /// cookie was ended (or was not live anyway), so the cookie should be cleared; false when it
+        /// belongs to another user than the hint's and was left alone.
+        case signedOut(redirect: String?, endedBrowser: Bool)
     }
 
     /// What a verified `id_token_hint` says.
@@ -32,7 +34,9 @@ public struct OAuthLogout: Sendable {
 
     /// Answers a logout request (the query of a GET, or the form of a POST). `confirmed` is true when
     /// the user confirmed on the page (the caller checked the form's CSRF token). `browserToken` is the
-    /// browser-session cookie: its session is ended too unless it belongs to another user than the hint's.
+    /// browser-session cookie: its session is ended too, and its row deleted, unless it belongs to
+    /// another user than the hint's (`sub`) and is not the hint's session (`sid`): a foreign
+    /// `id_token_hint` (every user of the app holds one) must not end the victim browser's single sign-on.
     public func logout(app: App, params: [String: String], browserToken: String?, confirmed: Bool) async -> Answer {
         do {
             return try await answer(app: app, params: params, browserToken: browserToken, confirmed: confirmed)
@@ -79,7 +83,13 @@ public struct OAuthLogout: Sendable {
         let browser = try await oauth.authorization.signedInBrowser(app: app, token: browserToken)
         var ended: [(session: UUID, user: UUID)] = []
         if let hint, let sid = hint.sessionId { ended.append((sid, hint.subject)) }
-        if let browser, hint == nil || browser.user.id == hint?.subject, !ended.contains(where: { $0.session == browser.sessionId }) {
+        // The browser's own session is the hint's user's (or the hint's session), or there is no hint
+        // (the user confirmed on the page in this browser).
+        let ownBrowser = browser.map { browser in
+            guard let hint else { return true }
+            return browser.user.id == hint.subject || browser.sessionId == hint.sessionId
+        } ?? true
+        if let browser, ownBrowser, !ended.contains(where: { $0.session == browser.sessionId }) {
             ended.append((browser.sessionId, browser.user.id))
         }
         for (session, user) in ended {
@@ -96,12 +106,12 @@ public struct OAuthLogout: Sendable {
                     logger: logger)
             }
         }
-        if let browserToken, !browserToken.isEmpty, browserToken.utf8.count <= 100 {
+        if ownBrowser, let browserToken, !browserToken.isEmpty, browserToken.utf8.count <= 100 {
             try await client.withConnection { db in
                 try await OAuthBrowserSessionStore.delete(db, tokenHash: Secrets.sha256(browserToken), logger: logger)
             }
         }
-        return .signedOut(redirect: redirect)
+        return .signedOut(redirect: redirect, endedBrowser: ownBrowser)
     }
 
     /// Verifies an ID token of this issuer: RS256 by one of the app's published keys, named by `kid`

@@ -254,6 +254,15 @@ enum HostedPages {
             {{#detail}}<p><code>{{detail}}</code></p>{{/detail}}
             {{#link}}<p class="links"><a href="{{link}}">{{linkText}}</a></p>{{/link}}
             """,
+        // "Continue as": a public client's request in a signed-in browser (the user confirms).
+        "continue": """
+            <p id="continue-help">{{prompt}}</p>
+            <form method="post" action="{{action}}">
+            \(hiddenFields)
+            <button type="submit" aria-describedby="continue-help">{{button}}</button>
+            </form>
+            <p class="links"><a href="{{otherURL}}">{{t.otherAccountLink}}</a></p>
+            """,
         "logout": """
             <p>{{t.logoutPrompt}}</p>
             <form method="post" action="{{action}}">

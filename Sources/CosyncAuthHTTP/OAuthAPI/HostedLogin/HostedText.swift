@@ -12,6 +12,7 @@ enum HostedText {
         case signupTitle, newPasswordLabel, signupButton, signupCodePrompt
         case forgotTitle, forgotPrompt, sendCodeButton, resetTitle, resetPrompt, resetButton, passwordChanged, backToSignIn
         case passkeyOnly
+        case continueTitle, continuePrompt, continueButton, otherAccountLink, signedInAccount
         case errorTitle, requestExpired, cookiesNeeded, formExpired, badRequest
         case signedOutTitle, signedOutBody, logoutTitle, logoutPrompt, logoutButton, continueLink, redirecting
         case invalidCredentials, invalidCode, accountNotVerified, userSuspended, appUnavailable, rateLimited, busy, handleTaken
@@ -45,6 +46,11 @@ enum HostedText {
         .passwordChanged: "Your password was changed. Sign in with your new password.",
         .backToSignIn: "Back to sign in",
         .passkeyOnly: "This app signs you in with a passkey.",
+        .continueTitle: "Choose an account",
+        .continuePrompt: "You are signed in to {app} as {handle}. Continue to {client} with this account?",
+        .continueButton: "Continue as {handle}",
+        .otherAccountLink: "Use another account",
+        .signedInAccount: "the signed-in account",
         .errorTitle: "Something went wrong",
         .requestExpired: "This sign-in request has expired or was already used. Go back to the app and try again.",
         .cookiesNeeded: "This sign-in was started in another browser, or your browser did not keep this site's cookie. Allow cookies for this site, go back to the app and try again.",
@@ -101,6 +107,11 @@ enum HostedText {
         .resetButton: "Changer le mot de passe",
         .passwordChanged: "Votre mot de passe a été changé. Connectez-vous avec le nouveau.",
         .backToSignIn: "Retour à la connexion",
+        .continueTitle: "Choisissez un compte",
+        .continuePrompt: "Vous êtes connecté à {app} en tant que {handle}. Continuer vers {client} avec ce compte ?",
+        .continueButton: "Continuer en tant que {handle}",
+        .otherAccountLink: "Utiliser un autre compte",
+        .signedInAccount: "le compte connecté",
         .errorTitle: "Un problème est survenu",
         .signedOutTitle: "Déconnecté",
         .signedOutBody: "Vous êtes déconnecté de {app}.",
