@@ -23,10 +23,9 @@ struct OAuthAttackTests {
             .post, "/apps/\(user.appId)\(path)", token: nil, body: T.form(fields), headers: headers, contentType: "application/x-www-form-urlencoded")
     }
 
-    // F1 (high, availability): the token, revocation, introspection and PAR routes call
-    // OAuthClients.authenticate without `clientAddress`, so only the per-client counter (200 failures)
-    // exists: one address that sends 200 wrong secrets locks the client out for everyone, for 30 s
-    // doubling up to 15 minutes, and can keep it locked with one request per lock period.
+    // F1 (high, availability; fixed): the routes called OAuthClients.authenticate without
+    // `clientAddress`, so only a client-wide counter (200 failures) existed: one address that sent 200
+    // wrong secrets locked the client out for everyone. Now failures count per client and address only.
     @Test("F1: one address's failed client authentications do not lock the client out for its own backend")
     func clientLockoutFromOneAddress() async throws {
         try await TestEnvironment.withAPI { api in
@@ -36,13 +35,12 @@ struct OAuthAttackTests {
                 _ = try await Self.post(user, "/oauth/token", client, ["grant_type": "client_credentials"], secret: "wrong", from: "203.0.113.9")
             }
             let legit = try await Self.post(user, "/oauth/token", client, ["grant_type": "client_credentials"], secret: client.secret, from: "198.51.100.7")
-            withKnownIssue("F1: clientAddress is not passed to OAuthClients.authenticate (TokenRoutes.authenticate, AuthorizeRoutes.par)") {
-                #expect(legit.status == .ok, "the client's own backend is locked out: \(legit.status) \(legit.text)")
-            }
+            #expect(legit.status == .ok, "the client's own backend is locked out: \(legit.status) \(legit.text)")
         }
     }
 
-    // F2 (medium): an access token is live while its client holds ANY grant on its session
+    // F2 (medium; fixed: tokens carry `gid`, the grant they were issued under, and only that grant keeps
+    // them live): an access token was live while its client held ANY grant on its session
     // (OAuthGrantStore.liveUser), and carries no grant id. A token revoked through RFC 7009 (or by a
     // replayed code) comes back to life when the same client opens a new grant on the same session
     // (a silent re-authorization through the browser's single sign-on, or another code exchange).
@@ -62,9 +60,7 @@ struct OAuthAttackTests {
             let second = try await T.exchange(user, client, code: try await T.code(user, client))
             try #require(second.status == .ok, "\(second.text)")
             let again = try await T.userinfo(user, revoked)
-            withKnownIssue("F2: access tokens are not bound to their grant (no grant id in the token; liveUser checks any grant)") {
-                #expect(again.status == .unauthorized, "the revoked access token is live again: \(again.status)")
-            }
+            #expect(again.status == .unauthorized, "the revoked access token is live again: \(again.status)")
         }
     }
 

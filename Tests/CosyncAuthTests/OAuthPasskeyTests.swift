@@ -377,7 +377,8 @@ struct OAuthPasskeyTests {
             let amr = try await TestEnvironment.value("SELECT amr FROM oauth_codes WHERE code_hash = \(Secrets.sha256(code))", as: [String].self)
             #expect(amr == ["hwk", "user"])
 
-            // The browser session the passkey sign-in opened: the next request of this browser gets its code at once.
+            // The browser session the passkey sign-in opened: the next request of this browser, from a public
+            // client, goes to the "Continue as" page (RFC 8252 §8.6: no code without a user action).
             var query = try #require(URLComponents(string: "/apps/\(appId)/oauth/authorize"))
             query.queryItems = [
                 .init(name: "response_type", value: "code"), .init(name: "client_id", value: clientId),
@@ -386,7 +387,7 @@ struct OAuthPasskeyTests {
                 .init(name: "code_challenge_method", value: "S256"),
             ]
             let sso = try await browser.get(try #require(query.string))
-            #expect(sso.status == .found && sso.headers[.location]?.hasPrefix("com.example.app:/cb?code=") == true, "\(sso.status) \(sso.headers)")
+            #expect(sso.status == .seeOther && sso.headers[.location]?.contains("/oauth/login/continue?") == true, "\(sso.status) \(sso.headers)")
 
             // The request is answered: the page's calls for it are refused now.
             let again = try await browser.post("\(base)/options", ["handle": .string(handle)], csrf: browser.csrf)

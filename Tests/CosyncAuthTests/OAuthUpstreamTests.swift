@@ -398,6 +398,12 @@ struct OAuthUpstreamTests {
             try await refused(good.merging(["discoveryUrl": .string("\(issuer)/other")]) { $1 }, field: "discoveryUrl")
             try await refused(good.merging(["discoveryUrl": .string("http://idp.example.com")]) { $1 }, field: "discoveryUrl")
             try await refused(good.merging(["discoveryUrl": .string("http://127.0.0.1:1")]) { $1 }, field: "discoveryUrl")
+            // The server-side request rule of webhooks: a registered URL that resolves to a private or
+            // link-local address is not fetched at all (it would reach the operator's own network).
+            for inside in ["https://10.1.2.3/", "https://169.254.169.254/latest", "https://[fd00::1]/"] {
+                let reply = try await api.call(.post, f.path, json: .object(good.merging(["discoveryUrl": .string(inside)]) { $1 }))
+                #expect(reply.status == .unprocessableContent && reply.text.contains("may not be fetched"), "\(inside): \(reply.status) \(reply.text)")
+            }
             try await refused(good.merging(["scopes": .array([.string("email")])]) { $1 }, field: "scopes")
             try await refused(good.merging(["scopes": .array([.string("openid"), .string("a b")])]) { $1 }, field: "scopes")
             try await refused(good.merging(["clientSecret": .int(5)]) { $1 }, field: "clientSecret")

@@ -114,11 +114,13 @@ public actor RemoteKeySets {
         request.headers.add(name: "Accept", value: "application/json")
         let body: ByteBuffer
         do {
-            let response = try await http.execute(request, timeout: .seconds(10))
-            guard response.status == .ok else { throw Failure(reason: "the server answered HTTP \(response.status.code)") }
-            body = try await response.body.collect(upTo: maxBytes)
+            let answer = try await GuardedFetch.send(request, maxBytes: maxBytes)
+            guard answer.status == 200 else { throw Failure(reason: "the server answered HTTP \(answer.status)") }
+            body = answer.body
         } catch let failure as Failure {
             throw failure
+        } catch let refused as GuardedFetch.Refused {
+            throw Failure(reason: "the URL may not be fetched: \(refused.description)")
         } catch {
             throw Failure(reason: "the URL could not be fetched (\(type(of: error)))")
         }
@@ -126,5 +128,37 @@ public actor RemoteKeySets {
             throw Failure(reason: "the answer is not a JSON object")
         }
         return object
+    }
+}
+
+/// Sends a request to a URL an app registered (an upstream provider's discovery document, JWK set or
+/// token endpoint; a backend's JWK set) under the same rule as webhook deliveries and client JWKS
+/// URLs: the host is resolved once, every address it resolves to must be public (`ClientKeys.publicOnly`),
+/// the connection goes to the address that was checked, and redirects are not followed
+/// (`WebhookConnector`). Only a loopback host (`FetchableURL`'s http exception: a provider beside the
+/// server, and the tests) is connected to directly.
+enum GuardedFetch {
+    struct Refused: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func send(_ request: HTTPClientRequest, maxBytes: Int) async throws -> (status: UInt, body: ByteBuffer) {
+        guard let components = URLComponents(string: request.url), let host = components.host else {
+            throw Refused(description: "not an absolute URL")
+        }
+        let route: WebhookURLGuard.Route
+        if FetchableURL.isLoopback(host) {
+            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            route = WebhookURLGuard.Route(pinnedHost: nil, address: bare == "localhost" ? "127.0.0.1" : bare)
+        } else {
+            switch await ClientKeys.publicOnly.route(request.url) {
+            case .success(let checked): route = checked
+            case .failure(let refusal): throw Refused(description: refusal.message)
+            }
+        }
+        return try await WebhookConnector.shared.withClient(route, connectTimeout: .seconds(5)) { http in
+            let response = try await http.execute(request, timeout: .seconds(10))
+            return (UInt(response.status.code), try await response.body.collect(upTo: maxBytes))
+        }
     }
 }

@@ -173,13 +173,13 @@ public struct UpstreamSignIn: Sendable {
         request.body = .bytes(ByteBuffer(string: String(AuthorizationRules.redirect("", form).dropFirst())))
         let answer: [String: JSONValue]
         do {
-            let response = try await http.execute(request, timeout: .seconds(10))
-            let body = try await response.body.collect(upTo: 256 * 1024)
+            let response = try await GuardedFetch.send(request, maxBytes: 256 * 1024)
+            let body = response.body
             guard let object = (try? JSONDecoder().decode(JSONValue.self, from: Data(body.readableBytesView)))?.objectValue else {
-                throw OAuthError.accessDenied("the provider's token endpoint answered HTTP \(response.status.code) without JSON")
+                throw OAuthError.accessDenied("the provider's token endpoint answered HTTP \(response.status) without JSON")
             }
-            guard response.status == .ok else {
-                let said = object["error"]?.stringValue.flatMap { SignedJWT.isPlainText($0, max: 64) ? $0 : nil } ?? "HTTP \(response.status.code)"
+            guard response.status == 200 else {
+                let said = object["error"]?.stringValue.flatMap { SignedJWT.isPlainText($0, max: 64) ? $0 : nil } ?? "HTTP \(response.status)"
                 throw OAuthError.accessDenied("the provider refused the code (\(said))")
             }
             answer = object
