@@ -42,7 +42,7 @@ struct DiscoveryRoutes {
             "scopes_supported": strings(OAuthClient.standardScopes),
             "claims_supported": strings([
                 "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "sid", "email", "email_verified", "phone_number",
-                "phone_number_verified", "name", "given_name", "family_name", "locale",
+                "phone_number_verified", "name", "given_name", "family_name", "preferred_username", "locale", "updated_at", "azp", "at_hash",
             ]),
             "code_challenge_methods_supported": strings(["S256"]),
             "token_endpoint_auth_methods_supported": strings(OAuthClient.AuthMethod.allCases.map(\.rawValue)),

@@ -113,7 +113,7 @@ public struct OAuthAuthorization: Sendable {
 
         let browser = try await signedInBrowser(app: app, token: browserToken)
         let fresh = browser.map { Self.isFresh($0.proof, maxAge: request.maxAge) } ?? false
-        if let browser, fresh, request.prompt != .login, registered.kind == .public {
+        if browser != nil, fresh, request.prompt != .login, registered.kind == .public {
             if request.prompt == AuthorizationRequest.Prompt.none {
                 throw Refusal.redirect(
                     OAuthError("interaction_required", "the user must confirm the sign-in to this client"), redirectURI: redirectURI, state: request.state)
