@@ -90,6 +90,63 @@ schemathesis.openapi.format(
     "jwks-uri",
     st.builds(lambda host, path: f"https://{host}/{path}", st.sampled_from(PUBLIC_HOSTS), st.lists(SEGMENT, max_size=3).map("/".join)),
 )
+# Upstream providers and assertion keys (the OAuthUpstream* / OAuthAssertionKey* schemas): their URLs are
+# fetched when saved, so a positive request must name something live. A small OpenID provider on loopback
+# (started here, in the fuzzer's process) serves a discovery document whose issuer is its own URL and a
+# JWK set of real public keys; `public-key-pem` draws a real SubjectPublicKeyInfo PEM.
+def _start_fake_provider():
+    import http.server
+    import json
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            base = f"http://127.0.0.1:{self.server.server_port}"
+            if self.path.endswith("/.well-known/openid-configuration"):
+                issuer = base + self.path[: -len("/.well-known/openid-configuration")]
+                body = {"issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token",
+                        "jwks_uri": base + "/jwks", "response_types_supported": ["code"], "subject_types_supported": ["public"],
+                        "id_token_signing_alg_values_supported": ["ES256", "EdDSA"]}
+            elif self.path.startswith("/jwks"):
+                body = CLIENT_JWKS
+            else:
+                self.send_response(404)
+                self.end_headers()
+                return
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}"
+
+
+FAKE_PROVIDER = None
+
+
+def _provider():
+    global FAKE_PROVIDER
+    if FAKE_PROVIDER is None:
+        FAKE_PROVIDER = _start_fake_provider()
+    return FAKE_PROVIDER
+
+
+schemathesis.openapi.format(
+    "oidc-discovery-url", st.builds(lambda n: f"{_provider()}/idp{n}", st.integers(0, 10**9)))
+schemathesis.openapi.format("jwks-url", st.builds(lambda n: f"{_provider()}/jwks?{n}", st.integers(0, 10**9)))
+schemathesis.openapi.format("public-key-pem", st.just(
+    "-----BEGIN PUBLIC KEY-----\n"
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEn0bUtrThrqu7lDio5XtVZkh3pS/j\n"
+    "ZEenkKNvzWVC4fP4WmRzrNrjbYHCq6WXUaIlKK1h+oLvlnGZfghT3RNDBg==\n"
+    "-----END PUBLIC KEY-----\n"))
+
 # The other rule a JSON Schema cannot state: a registered JWKS holds real public keys (points on their
 # curves). A positive request's `jwks` becomes this one (an Ed25519 and a P-256 key).
 CLIENT_JWKS = {"keys": [
