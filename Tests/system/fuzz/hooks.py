@@ -94,48 +94,9 @@ schemathesis.openapi.format(
 # fetched when saved, so a positive request must name something live. A small OpenID provider on loopback
 # (started here, in the fuzzer's process) serves a discovery document whose issuer is its own URL and a
 # JWK set of real public keys; `public-key-pem` draws a real SubjectPublicKeyInfo PEM.
-def _start_fake_provider():
-    import http.server
-    import json
-    import threading
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            base = f"http://127.0.0.1:{self.server.server_port}"
-            if self.path.endswith("/.well-known/openid-configuration"):
-                issuer = base + self.path[: -len("/.well-known/openid-configuration")]
-                body = {"issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token",
-                        "jwks_uri": base + "/jwks", "response_types_supported": ["code"], "subject_types_supported": ["public"],
-                        "id_token_signing_alg_values_supported": ["ES256", "EdDSA"]}
-            elif self.path.startswith("/jwks"):
-                body = CLIENT_JWKS
-            else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_port}"
-
-
-FAKE_PROVIDER = None
-
-
 def _provider():
-    global FAKE_PROVIDER
-    if FAKE_PROVIDER is None:
-        FAKE_PROVIDER = _start_fake_provider()
-    return FAKE_PROVIDER
+    import seed
+    return seed.fake_provider()
 
 
 schemathesis.openapi.format(
@@ -258,3 +219,10 @@ def before_call(context, case, **kwargs):
     if case.operation.path in CLIENT_PATHS and case.method.upper() in ("POST", "PATCH") and isinstance(case.body, dict):
         if "jwks" in case.body:
             case.body["jwks"] = CLIENT_JWKS
+    # A registered assertion key is a real public key (a schema cannot say "a point on its curve").
+    if case.operation.path == "/admin/v1/apps/{appId}/oauth/assertion-keys" and case.method.upper() == "POST" \
+            and isinstance(case.body, dict) and "jwk" in case.body:
+        key = dict(CLIENT_JWKS["keys"][1])
+        if isinstance(case.body.get("kid"), str):
+            key["kid"] = case.body["kid"]  # the key's own kid, when given, must be the one registered
+        case.body["jwk"] = key

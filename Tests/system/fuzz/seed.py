@@ -35,6 +35,61 @@ TEMPLATES = ("signUp", "signUpLink", "clickThrough", "signUpSuccess", "resetPass
              "resetPasskey")
 
 
+
+# --- a live OpenID provider on loopback --------------------------------------------------------------
+# Upstream providers and assertion keys name URLs the server fetches when they are saved: this serves a
+# discovery document whose issuer is the URL it was asked under (`/idpN`), and a JWK set of real public
+# keys (`/jwks`). Started once per process (the fuzzer's: hooks.py draws its URLs from here too).
+FAKE_JWKS = {"keys": [
+    {"kty": "OKP", "crv": "Ed25519", "kid": "fuzz-ed", "x": "EOCIrZj49nEXxWOa6Cqd8v603RbADfygvqr64wDfIqc"},
+    {"kty": "EC", "crv": "P-256", "kid": "fuzz-ec", "x": "CxvqJOV5CCVbfqxd8qSX2Lcrsn5llQS8fW1XIE-0NQA",
+     "y": "_L-1KJcwizH0KdOsbe44tjFChwRr5_Qx2RmpTc053vo"},
+]}
+PUBLIC_KEY_PEM = ("-----BEGIN PUBLIC KEY-----\n"
+                  "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEn0bUtrThrqu7lDio5XtVZkh3pS/j\n"
+                  "ZEenkKNvzWVC4fP4WmRzrNrjbYHCq6WXUaIlKK1h+oLvlnGZfghT3RNDBg==\n"
+                  "-----END PUBLIC KEY-----\n")
+_FAKE_PROVIDER = []
+_FAKE_LOCK = threading.Lock()
+
+
+class _ProviderHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        base = f"http://127.0.0.1:{self.server.server_port}"
+        suffix = "/.well-known/openid-configuration"
+        if self.path.endswith(suffix):
+            issuer = base + self.path[: -len(suffix)]
+            body = {"issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token",
+                    "jwks_uri": base + "/jwks", "response_types_supported": ["code"], "subject_types_supported": ["public"],
+                    "id_token_signing_alg_values_supported": ["ES256", "EdDSA"]}
+        elif self.path.startswith("/jwks"):
+            body = FAKE_JWKS
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def fake_provider():
+    """The base URL of this process's fake OpenID provider (started on first use)."""
+    with _FAKE_LOCK:
+        if not _FAKE_PROVIDER:
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ProviderHandler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            _FAKE_PROVIDER.append(f"http://127.0.0.1:{server.server_port}")
+        return _FAKE_PROVIDER[0]
+
+
 class SeedError(Exception):
     pass
 
@@ -320,6 +375,22 @@ class World:
         self.client = (client["appId"], client["clientId"])
         return client
 
+    # --- upstream providers and assertion keys -----------------------------------------------------
+    def new_upstream(self, app):
+        _, made = self.adm("POST", f"{APP}/{app['appId']}/oauth/upstream-providers", {
+            "name": "Seed provider", "discoveryUrl": f"{fake_provider()}/idp{uuid.uuid4().hex}", "clientId": "seed-client",
+            "clientSecret": "seed-secret",
+        }, want=201)
+        self.made += 1
+        return {"appId": app["appId"], "providerId": made["providerId"]}
+
+    def new_assertion_key(self, app):
+        _, made = self.adm("POST", f"{APP}/{app['appId']}/oauth/assertion-keys", {
+            "issuer": f"seed-backend-{uuid.uuid4().hex[:8]}", "pem": PUBLIC_KEY_PEM,
+        }, want=201)
+        self.made += 1
+        return {"appId": app["appId"], "keyId": made["keyId"]}
+
     # --- per operation ----------------------------------------------------------------------------
     def ids(self, method, template):
         """Real path parameters for an operation (method, path template), or None for an unknown one."""
@@ -373,4 +444,8 @@ class World:
             return self.with_app("main", self.new_client)
         if rest.startswith("oauth/clients/{clientId}"):
             return self.shared_client()
+        if rest.startswith("oauth/upstream-providers/{providerId}"):
+            return self.with_app("main", self.new_upstream)
+        if rest.startswith("oauth/assertion-keys/{keyId}"):
+            return self.with_app("main", self.new_assertion_key)
         return None
