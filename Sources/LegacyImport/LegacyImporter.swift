@@ -176,6 +176,8 @@ public final class LegacyImporter: @unchecked Sendable {
             try await client.withConnection { db in
                 try await LegacyTokenKeyStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: until, logger: self.logger)
             }
+            // Every node hears of it through the trigger of sql/0020; this one's own next request too.
+            cache?.legacyKeysChanged()
         }
         summary.reportEntries = options.dryRun ? summary.reportEntries : try await exportReport()
         return summary

@@ -2,6 +2,8 @@ import CosyncAuth
 import CosyncAuthHTTP
 import Foundation
 import Hummingbird
+import JWTKit
+import _CryptoExtras
 import HummingbirdTesting
 import PostgresNIO
 import Testing
@@ -140,5 +142,33 @@ struct AppCacheTests {
         #expect(try await timeUntil { b.apps.cache.isLive } != nil)
         #expect(try await b.apps.app(forToken: token)?.appId == created.app.appId)
         #expect(b.apps.cache.count == 1)
+    }
+
+    @Test("a legacy server key imported through node A is accepted by node B within 1 s, and its removal too (not after the minute's reload)")
+    func legacyKeysReachOtherNodes() async throws {
+        let a = try await Node.start()
+        let b = try await Node.start()
+        defer { a.stop(); b.stop() }
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let signer = JWTKeyCollection()
+        await signer.add(rsa: try Insecure.RSA.PrivateKey(pem: key.pemRepresentation), digestAlgorithm: .sha256)
+        struct Legacy: JWTPayload {
+            var handle: String, appId: String, scope: String, iat: Int
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let token = try await signer.sign(Legacy(handle: "nina@example.com", appId: "legacy-app", scope: "user", iat: 1_650_000_000))
+        // Node B loads the keys first (without this one), so only a notification can make it see the new key.
+        #expect(await b.services.flows.tokens.verifyLegacyAccessToken(token) == nil)
+
+        let pem = key.publicKey.pemRepresentation
+        try await a.services.client.withConnection { db in
+            try await LegacyTokenKeyStore.upsertLegacyTokenKey(db, publicKeyPEM: pem, acceptUntil: Date().addingTimeInterval(3600), logger: a.services.logger)
+        }
+        let accepted = try await timeUntil { await b.services.flows.tokens.verifyLegacyAccessToken(token)?.handle == "nina@example.com" }
+        #expect(accepted.map { $0 < .seconds(1) } == true, "accepted after \(String(describing: accepted))")
+
+        try await TestEnvironment.sql("DELETE FROM legacy_token_keys WHERE public_key_pem = \(pem)")
+        let refused = try await timeUntil { await b.services.flows.tokens.verifyLegacyAccessToken(token) == nil }
+        #expect(refused.map { $0 < .seconds(1) } == true, "refused after \(String(describing: refused))")
     }
 }

@@ -46,9 +46,13 @@ public final class AppCache: Sendable {
         var tokensByRef: [Int64: Set<Data>] = [:]
         /// The kid of each app's signing key (the parsed key itself stays in `TokenIssuer`, by kid).
         var signingKidByRef: [Int64: (kid: String, loadedAt: ContinuousClock.Instant)] = [:]
+        /// Counts changes of the imported legacy server keys (and every reset, when notifications may
+        /// have been missed): `TokenIssuer` reloads those keys when it differs from the one it loaded under.
+        var legacyKeysGeneration: UInt64 = 0
 
         mutating func clear() {
             generation &+= 1
+            legacyKeysGeneration &+= 1
             lastReset = generation
             invalidatedAt = [:]
             byRef = [:]
@@ -152,6 +156,21 @@ public final class AppCache: Sendable {
         state.withLockedValue { $0.drop(ref: ref) }
     }
 
+    /// The imported legacy server keys changed (sql/0020_legacy_token_keys_notify.sql): this node's own
+    /// import, or a notification.
+    public func legacyKeysChanged() {
+        state.withLockedValue { $0.legacyKeysGeneration &+= 1 }
+    }
+
+    /// Whether a copy of the legacy server keys loaded under `generation` is still current: no change was
+    /// announced since, and the listener did not come or go (notifications may have been missed).
+    func legacyKeysCurrent(since generation: UInt64) -> Bool {
+        state.withLockedValue { $0.legacyKeysGeneration == generation }
+    }
+
+    /// The generation to record before loading the legacy server keys.
+    var legacyKeysGeneration: UInt64 { state.withLockedValue { $0.legacyKeysGeneration } }
+
     /// Empties the cache and turns it on or off (the listener's connection came up or went down).
     func reset(live: Bool) {
         state.withLockedValue { state in
@@ -165,10 +184,13 @@ public final class AppCache: Sendable {
 }
 
 /// Keeps one pooled connection listening on `cosync_apps` and turns the cache on while it does. A
-/// notification's payload is the app's internal id; anything else empties the whole cache. A ping every
+/// notification's payload is the app's internal id, or `legacy-token-keys` (the imported legacy server
+/// keys changed); anything else empties the whole cache. A ping every
 /// `pingInterval` finds a connection that died silently; then the cache is off until it is back.
 public struct AppCacheListener: Service {
     public static let channel = "cosync_apps"
+    /// The payload that announces a change of the imported legacy server keys (sql/0020).
+    static let legacyKeysPayload = "legacy-token-keys"
     let cache: AppCache
     let client: PostgresClient
     let logger: Logger
@@ -212,6 +234,8 @@ public struct AppCacheListener: Service {
                         for try await notification in notifications {
                             if let ref = Int64(notification.payload) {
                                 cache.invalidate(ref: ref)
+                            } else if notification.payload == Self.legacyKeysPayload {
+                                cache.legacyKeysChanged()
                             } else {
                                 cache.reset(live: true)
                             }

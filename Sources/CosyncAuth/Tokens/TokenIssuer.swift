@@ -81,8 +81,9 @@ public actor TokenIssuer {
     public let accessTokenLifetime: TimeInterval
     /// Parsed app signing keys by kid (a kid names one immutable key, so entries never go stale).
     var appKeys: [String: JWTKeyCollection] = [:]
-    /// The imported legacy server keys still accepted, reloaded at most once a minute.
-    var legacyKeys: (keys: JWTKeyCollection?, loadedAt: Date) = (nil, .distantPast)
+    /// The imported legacy server keys still accepted: reloaded when the app cache's listener announces a
+    /// change (sql/0020), and at least once a minute (the net when no listener runs, as in the CLI).
+    var legacyKeys: (keys: JWTKeyCollection?, loadedAt: Date, generation: UInt64?) = (nil, .distantPast, nil)
 
     /// Which kid signs for which app (dropped with the app on every key rotation, see `AppCache`).
     let cache: AppCache?
@@ -147,7 +148,9 @@ public actor TokenIssuer {
     /// An access token of the legacy CosyncJWT server (`{handle, appId, scope:"user", iat}`, RS256
     /// by its server key, no expiry), while an imported legacy public key is within its cut-off.
     public func verifyLegacyAccessToken(_ token: String) async -> LegacyAccessTokenClaims? {
-        if Date().timeIntervalSince(legacyKeys.loadedAt) > 60 {
+        let announced = legacyKeys.generation.map { cache?.legacyKeysCurrent(since: $0) == false } ?? false
+        if announced || Date().timeIntervalSince(legacyKeys.loadedAt) > 60 {
+            let generation = cache?.legacyKeysGeneration
             let loaded = try? await client.withConnection { try await LegacyTokenKeyStore.liveLegacyTokenKeys($0, logger: logger) }
             var collection: JWTKeyCollection?
             if let loaded, !loaded.isEmpty {
@@ -159,7 +162,7 @@ public actor TokenIssuer {
                 }
                 collection = keys
             }
-            legacyKeys = (collection, Date())
+            legacyKeys = (collection, Date(), generation)
         }
         guard let keys = legacyKeys.keys else { return nil }
         return try? await keys.verify(token, as: LegacyAccessTokenClaims.self, iteratingKeys: true)
