@@ -3,6 +3,8 @@
 # under .local/, apply migrations, print the URL and the operator token, and serve.
 # Run it again and it reuses the cluster, its data, the master key and the operator token.
 #   PORT=8080 (default)   BUILD=debug|release (default debug: a faster first build)
+#   PORTAL_OPERATOR_EMAIL=you@example.com: also print a one-time link that makes (or recovers) that
+#   Portal operator account (`cosyncauth portal-operator`)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -33,9 +35,26 @@ swift build -c "$BUILD" --product cosyncauth >&2
 BIN="$(swift build -c "$BUILD" --show-bin-path)/cosyncauth"
 
 "$BIN" migrate
+PUBLIC_URL="${COSYNC_PUBLIC_URL:-http://localhost:$PORT}"
+PUBLIC_URL="${PUBLIC_URL%/}"
+# The Portal's first operator: with PORTAL_OPERATOR_EMAIL set, make (or re-make) its one-time invite
+# link now; otherwise say how to.
+if [ -n "${PORTAL_OPERATOR_EMAIL:-}" ]; then
+  LINK="$("$BIN" portal-operator --email "$PORTAL_OPERATOR_EMAIL")"
+  PORTAL_SIGN_IN="open this one-time link to set the operator's password and enrol an authenticator app:
+                   $LINK"
+else
+  PORTAL_SIGN_IN="first operator: run  PORTAL_OPERATOR_EMAIL=you@example.com deploy/run.sh
+                   (or, with this script's DATABASE_URL and COSYNC_MASTER_KEY set:
+                   $BIN portal-operator --email you@example.com)
+                   and open the one-time link it prints: it sets the password and enrols an
+                   authenticator app (TOTP); then sign in at the Portal with e-mail, password and code"
+fi
 cat <<INFO
 
   CosyncAuth is starting on http://localhost:$PORT
+  Portal:          $PUBLIC_URL/portal
+                   $PORTAL_SIGN_IN
   metrics:         http://127.0.0.1:${COSYNC_METRICS_PORT:-9464}/metrics (this machine only)
   database:        $DATABASE_URL
   operator token:  $COSYNC_OPERATOR_TOKEN

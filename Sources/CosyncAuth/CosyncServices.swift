@@ -21,6 +21,8 @@ public struct CosyncServices: Sendable {
     public let state: ServerState
     /// The OAuth 2.1 / OpenID Connect side (<doc:OAuth>).
     public let oauth: OAuthServices
+    /// The Portal's accounts, sessions and roles (issue 23).
+    public let portal: PortalAccounts
 
     /// Applies migrations, loads (or creates) the server key and resolves the operator token. The
     /// client must already be running. `generatedOperatorToken` is set when this start created one.
@@ -37,9 +39,10 @@ public struct CosyncServices: Sendable {
         let tokens = TokenIssuer(
             client: client, box: configuration.secretBox, serverKeys: serverKeys,
             accessTokenLifetime: configuration.accessTokenLifetime, logger: logger, cache: cache)
+        let outbox = Outbox(defaultSender: configuration.emailFrom, publicURL: configuration.publicURL)
         let flows = EndUserFlows(
             client: client, apps: apps, tokens: tokens, hasher: hasher,
-            outbox: Outbox(defaultSender: configuration.emailFrom, publicURL: configuration.publicURL),
+            outbox: outbox,
             social: SocialTokenVerifier(providers: configuration.social, logger: logger),
             settings: configuration.flows, logger: logger)
         let services = CosyncServices(
@@ -49,7 +52,10 @@ public struct CosyncServices: Sendable {
             resolver: TenantResolver(client: client, apps: apps, tokens: tokens, logger: logger), logger: logger, state: ServerState(),
             oauth: OAuthServices(
                 client: client, apps: apps, tokens: tokens, flows: flows, box: configuration.secretBox, publicURL: configuration.publicURL,
-                logger: logger))
+                outbound: configuration.webhooks.guardRule, logger: logger),
+            portal: PortalAccounts(
+                client: client, box: configuration.secretBox, hasher: hasher, apps: apps, outbox: outbox, logger: logger,
+                limits: configuration.flows.passwordLimits))
         return (services, generated)
     }
 
@@ -70,7 +76,7 @@ public struct CosyncServices: Sendable {
         CosyncServices(
             client: client, configuration: configuration ?? self.configuration, migrator: migrator, serverKeys: serverKeys,
             operatorToken: operatorToken, apps: apps, users: users, records: records, flows: flows, resolver: resolver, logger: logger,
-            state: ServerState(), oauth: oauth)
+            state: ServerState(), oauth: oauth, portal: portal)
     }
 
     /// The listener that keeps this node's app cache in step with every node's changes (without it

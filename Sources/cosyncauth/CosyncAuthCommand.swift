@@ -12,8 +12,8 @@ struct CosyncAuthCommand: AsyncParsableCommand {
         commandName: "cosyncauth",
         abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
         subcommands: [
-            Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, DoctorCommand.self, BenchBcrypt.self,
-            BenchPasskey.self, BenchPKSelect.self, BenchToken.self, BenchSeedApps.self,
+            Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, PortalOperatorCommand.self,
+            DoctorCommand.self, BenchBcrypt.self, BenchPasskey.self, BenchPKSelect.self, BenchToken.self, BenchSeedApps.self,
         ],
         defaultSubcommand: Serve.self)
 }

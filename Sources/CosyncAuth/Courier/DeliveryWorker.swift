@@ -60,7 +60,7 @@ public struct DeliveryWorker: Service {
     /// Templates that carry a one-time code or link: redacted once a real transport delivered them (or
     /// delivery finally failed). With the log transport nothing left the server, so the outbox keeps
     /// them: it is where a developer reads the code.
-    static let redactedAfterDelivery: Set<String> = ["signUp", "signUpLink", "invite", "resetPassword", "sms", "qrCode"]
+    static let redactedAfterDelivery: Set<String> = ["signUp", "signUpLink", "invite", "resetPassword", "sms", "qrCode", Outbox.portalInviteTemplate]
     static let redactedBody = "[redacted after delivery]"
     /// How long a shutdown waits for the message in flight: the provider deadline (20 s) plus the mark.
     static let inFlightLimit: Duration = .seconds(22)

@@ -92,6 +92,19 @@ public struct Outbox: Sendable {
         try await OutboxStore.insertSMS(db, appRef: app.ref, to: to, text: text, logger: logger)
     }
 
+    /// The template name of a Portal invite in the outbox (a message of no app).
+    public static let portalInviteTemplate = "portalInvite"
+
+    /// Queues a Portal e-mail: it belongs to no app (no app template, no tenant sender), so it is sent
+    /// from the operator's COSYNC_EMAIL_FROM. `text` and `html` are complete (the caller escapes the HTML).
+    func portalEmail(
+        _ db: PostgresConnection, template: String, to: String, subject: String, text: String, html: String, logger: Logger
+    ) async throws {
+        try await OutboxStore.insertEmail(
+            db, appRef: nil, to: to, template: template, subject: subject, text: text, html: html, sender: "", senderName: "Cosync Portal",
+            replyTo: "", attachmentName: nil, attachmentData: nil, logger: logger)
+    }
+
     static func stripTags(_ html: String) -> String {
         var out = ""
         var inTag = false

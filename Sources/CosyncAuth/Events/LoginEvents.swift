@@ -28,6 +28,6 @@ struct FailedLoginEvents: Sendable {
 extension LoginThrottle {
     /// Whether the (handle, address) or the whole-handle counter is locked now.
     func isLocked(_ db: PostgresConnection) async throws -> Bool {
-        try await ThrottleStore.anyLocked(db, appRef: app.ref, subjects: subjects.prefix(2).map(\.0), logger: logger)
+        try await ThrottleStore.anyLocked(db, scope: scope, subjects: subjects.prefix(2).map(\.0), logger: logger)
     }
 }

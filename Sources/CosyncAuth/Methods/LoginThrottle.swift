@@ -17,19 +17,42 @@ import PostgresNIO
 /// counted attempt, at most `maxLockout` (15 min); while locked nothing is checked or counted. Counts
 /// start again after `throttleWindow` without an attempt. A correct password forgets the
 /// (handle, address) count and gives back its reservation on the other two.
+///
+/// The Portal's sign-in uses the same limit on its own counters (`ThrottleStore.Scope.portal`), with the
+/// account's e-mail as the handle.
 struct LoginThrottle {
     let client: PostgresClient
     let limits: PasswordLimits
     let logger: Logger
-    let app: App
+    /// Whose counters: an app's, or the Portal's.
+    let scope: ThrottleStore.Scope
+    /// The (handle, address) threshold the others are multiples of.
+    let base: Int
     let handle: String
     let address: String?
+
+    init(client: PostgresClient, limits: PasswordLimits, logger: Logger, app: App, handle: String, address: String?) {
+        self.init(
+            client: client, limits: limits, logger: logger, scope: .app(app.ref), maxAttempts: app.settings.maxLoginAttempts,
+            handle: handle, address: address)
+    }
+
+    init(
+        client: PostgresClient, limits: PasswordLimits, logger: Logger, scope: ThrottleStore.Scope, maxAttempts: Int, handle: String,
+        address: String?
+    ) {
+        self.client = client
+        self.limits = limits
+        self.logger = logger
+        self.scope = scope
+        self.base = max(1, maxAttempts)
+        self.handle = handle
+        self.address = address
+    }
 
     /// Thrown by `reserve(in:)` while a subject is locked: the caller's transaction must roll back, so
     /// that the subjects counted before it are not counted either.
     struct Locked: Error {}
-
-    var base: Int { max(1, app.settings.maxLoginAttempts) }
 
     /// (subject, threshold) of every counter this attempt takes.
     var subjects: [(String, Int)] {
@@ -55,7 +78,7 @@ struct LoginThrottle {
     func reserve(in db: PostgresConnection) async throws {
         for (subject, threshold) in subjects {
             guard try await ThrottleStore.reserve(
-                db, appRef: app.ref, subject: subject, threshold: threshold, windowSeconds: limits.throttleWindow,
+                db, scope: scope, subject: subject, threshold: threshold, windowSeconds: limits.throttleWindow,
                 maxLockSeconds: limits.maxLockout, logger: logger)
             else { throw Locked() }
         }
@@ -83,7 +106,7 @@ struct LoginThrottle {
     func giveBack() async throws {
         try await client.withConnection { db in
             for (subject, threshold) in subjects {
-                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: logger)
+                try await ThrottleStore.release(db, scope: scope, subject: subject, threshold: threshold, logger: logger)
             }
         }
     }
@@ -102,9 +125,9 @@ struct LoginThrottle {
     func release(in db: PostgresConnection) async throws {
         for (index, (subject, threshold)) in subjects.enumerated() {
             if index == 0 {
-                try await ThrottleStore.clear(db, appRef: app.ref, subject: subject, logger: logger)
+                try await ThrottleStore.clear(db, scope: scope, subject: subject, logger: logger)
             } else {
-                try await ThrottleStore.release(db, appRef: app.ref, subject: subject, threshold: threshold, logger: logger)
+                try await ThrottleStore.release(db, scope: scope, subject: subject, threshold: threshold, logger: logger)
             }
         }
     }

@@ -55,6 +55,7 @@ public struct LimitHousekeeping: Service {
             removed += try await OAuthUpstreamLoginStore.purgeExpired(db, logger: logger)
             removed += try await OAuthRequestStore.deleteExpired(db, limit: 10_000, logger: logger)
             removed += try await OAuthCodeStore.deleteExpired(db, logger: logger)
+            removed += try await PortalStore.purgeExpired(db, absoluteSeconds: PortalAccounts.absoluteSeconds, logger: logger)
             return removed
         }
     }

@@ -20,6 +20,8 @@ public enum SealPurpose: Sendable, Equatable {
     case refreshSuccessor(grant: UUID)
     /// An upstream OpenID provider's client secret (by the provider's row id).
     case upstreamClientSecret(UUID)
+    /// A Portal account's TOTP secret (by the account's id).
+    case portalTOTP(accountId: UUID)
 
     public var label: String {
         switch self {
@@ -37,6 +39,7 @@ public enum SealPurpose: Sendable, Equatable {
         case .appKeySignupCode(let id): "appkey-signup-code:\(id)"
         case .refreshSuccessor(let grant): "refresh-successor:\(grant)"
         case .upstreamClientSecret(let id): "upstream-client-secret:\(id)"
+        case .portalTOTP(let accountId): "portal-totp:\(accountId.uuidString.lowercased())"
         }
     }
 }

@@ -97,11 +97,23 @@ public enum AppStore {
     }
 
     /// Apps newest first. `before` is the internal id of the last app of the previous page; `namePrefix`
-    /// matches the name (case-insensitive) or the appId.
+    /// matches the name (case-insensitive) or the appId. With `portalAccount`, only the apps that Portal
+    /// account holds a role on.
     public static func listApps(
-        _ db: PostgresConnection, namePrefix: String?, before: Int64?, limit: Int, logger: Logger
+        _ db: PostgresConnection, namePrefix: String?, before: Int64?, limit: Int, portalAccount: UUID? = nil, logger: Logger
     ) async throws -> [App] {
         let cursor = before ?? Int64.max
+        if let account = portalAccount {
+            let pattern = likePrefix((namePrefix ?? "").lowercased())
+            let rows = try await db.query(
+                """
+                SELECT \(unescaped: appColumns) FROM apps
+                WHERE id < \(cursor) AND id IN (SELECT app_ref FROM portal_roles WHERE account_id = \(account))
+                  AND (lower(name) LIKE \(pattern) OR app_id LIKE \(pattern))
+                ORDER BY id DESC LIMIT \(limit)
+                """, logger: logger)
+            return try await decodeApps(rows)
+        }
         if let prefix = namePrefix, !prefix.isEmpty {
             let pattern = likePrefix(prefix.lowercased())
             let rows = try await db.query(

@@ -7,8 +7,9 @@ import PostgresNIO
 enum OutboxStore {
     // MARK: queueing
 
+    /// `appRef` is nil for a message of no app (the Portal's invites).
     static func insertEmail(
-        _ db: PostgresConnection, appRef: Int64, to: String, template: String, subject: String, text: String, html: String,
+        _ db: PostgresConnection, appRef: Int64?, to: String, template: String, subject: String, text: String, html: String,
         sender: String, senderName: String, replyTo: String, attachmentName: String?, attachmentData: Data?, logger: Logger
     ) async throws {
         try await db.query(
@@ -30,7 +31,8 @@ enum OutboxStore {
 
     // MARK: delivery
 
-    /// A message the delivery worker claimed, with its app's settings and sealed credentials.
+    /// A message the delivery worker claimed, with its app's settings and sealed credentials (a
+    /// message of no app, such as a Portal invite: appId "", default settings, no credentials).
     struct ClaimedMessage {
         let message: OutboundMessage
         /// The attempt this claim is (already counted).
@@ -40,27 +42,30 @@ enum OutboxStore {
     }
 
     /// Takes the lease on the oldest due message (queued and due, or `sending` whose lease ran out)
-    /// of an app that is not suspended, in one statement: it becomes `sending`, its attempt is counted
-    /// and `next_attempt` moves `leaseSeconds` ahead. Nil when none is due.
+    /// of no app or of an app that is not suspended, in one statement: it becomes `sending`, its
+    /// attempt is counted and `next_attempt` moves `leaseSeconds` ahead. Nil when none is due.
     static func claim(_ db: PostgresConnection, leaseSeconds: Int, logger: Logger) async throws -> ClaimedMessage? {
         let rows = try await db.query(
             """
             WITH due AS (
-                SELECT m.id FROM messages m JOIN apps a ON a.id = m.app_ref
-                WHERE m.status IN ('queued', 'sending') AND m.next_attempt <= now() AND a.status <> 'suspended'
+                SELECT m.id FROM messages m LEFT JOIN apps a ON a.id = m.app_ref
+                WHERE m.status IN ('queued', 'sending') AND m.next_attempt <= now() AND (m.app_ref IS NULL OR a.status <> 'suspended')
                 ORDER BY m.next_attempt, m.id LIMIT 1
                 FOR UPDATE OF m SKIP LOCKED
+            ), claimed AS (
+                UPDATE messages m SET status = 'sending', attempts = m.attempts + 1,
+                    next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
+                FROM due
+                WHERE m.id = due.id
+                RETURNING m.*
             )
-            UPDATE messages m SET status = 'sending', attempts = m.attempts + 1,
-                next_attempt = now() + make_interval(secs => \(leaseSeconds)::int)
-            FROM due, apps a
-            WHERE m.id = due.id AND a.id = m.app_ref
-            RETURNING m.id, a.app_id, m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
-                      m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
+            SELECT m.id, COALESCE(a.app_id, ''), m.channel, m.recipient, m.template, m.subject, m.body, m.html_body, m.sender,
+                   m.sender_name, m.reply_to, m.attempts, a.settings, a.credentials_sealed, m.attachment_name, m.attachment_data
+            FROM claimed m LEFT JOIN apps a ON a.id = m.app_ref
             """, logger: logger)
         for try await row in rows {
             let c = try row.decode(
-                (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings, Data?,
+                (Int64, String, String, String, String, String, String, String, String, String, String, Int, AppSettings?, Data?,
                  String?, Data?).self)
             // The column's CHECK admits exactly the MessageChannel cases.
             guard let channel = MessageChannel(rawValue: c.2) else { throw StoreError.unknownValue(column: "messages.channel", value: c.2) }
@@ -68,7 +73,7 @@ enum OutboxStore {
                 message: OutboundMessage(
                     id: c.0, appId: c.1, channel: channel, to: c.3, template: c.4, subject: c.5, text: c.6, html: c.7,
                     sender: c.8, senderName: c.9, replyTo: c.10, attachmentName: c.14, attachmentData: c.15),
-                attempt: c.11, settings: c.12, sealed: c.13)
+                attempt: c.11, settings: c.12 ?? AppSettings(), sealed: c.13)
         }
         return nil
     }

@@ -7,7 +7,48 @@ import PostgresNIO
 /// PostgreSQL serialises concurrent upserts of one row, so no two requests can both take the last
 /// slot. Nothing here checks first and counts afterwards.
 enum ThrottleStore {
-    // MARK: lockouts (login_throttle)
+    // MARK: lockouts (login_throttle, portal_throttle)
+
+    /// Where a lockout counter lives. An app's counters are in `login_throttle`, keyed by the app (they go
+    /// with it); the Portal's accounts belong to no app, so theirs are in `portal_throttle`, which has the
+    /// same columns with `app_ref` always 0. One set of statements serves both: only the table name (from
+    /// this closed list, never from input) and the key differ.
+    enum Scope: Sendable, Equatable {
+        case app(Int64)
+        case portal
+
+        var table: String {
+            switch self {
+            case .app: "login_throttle"
+            case .portal: "portal_throttle"
+            }
+        }
+
+        var appRef: Int64 {
+            switch self {
+            case .app(let ref): ref
+            case .portal: 0
+            }
+        }
+    }
+
+    /// `reserve`, `release` and `clear` on an app's counters (`login_throttle`).
+    static func reserve(
+        _ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, windowSeconds: Int, maxLockSeconds: Int,
+        logger: Logger
+    ) async throws -> Bool {
+        try await reserve(
+            db, scope: .app(appRef), subject: subject, threshold: threshold, windowSeconds: windowSeconds, maxLockSeconds: maxLockSeconds,
+            logger: logger)
+    }
+
+    static func release(_ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, logger: Logger) async throws {
+        try await release(db, scope: .app(appRef), subject: subject, threshold: threshold, logger: logger)
+    }
+
+    static func clear(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
+        try await clear(db, scope: .app(appRef), subject: subject, logger: logger)
+    }
 
     /// Reserves one attempt on `subject` before the expensive or sensitive check (bcrypt, a code
     /// compare). Returns false, and counts nothing, while the subject is locked.
@@ -18,12 +59,13 @@ enum ThrottleStore {
     /// subject was neither tried nor locked: a lock as long as the window does not reset the count, so
     /// the doubling holds (after the longest lock, one attempt per `maxLockSeconds`).
     static func reserve(
-        _ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, windowSeconds: Int, maxLockSeconds: Int,
+        _ db: PostgresConnection, scope: Scope, subject: String, threshold: Int, windowSeconds: Int, maxLockSeconds: Int,
         logger: Logger
     ) async throws -> Bool {
+        let appRef = scope.appRef
         let rows = try await db.query(
             """
-            INSERT INTO login_throttle AS t (app_ref, subject, failures, locked_until, updated_at)
+            INSERT INTO \(unescaped: scope.table) AS t (app_ref, subject, failures, locked_until, updated_at)
             VALUES (\(appRef), \(subject), 1,
                     CASE WHEN 1 >= \(threshold) THEN now() + make_interval(secs => LEAST(30, \(maxLockSeconds)::int)) END, now())
             ON CONFLICT (app_ref, subject) DO UPDATE SET
@@ -46,28 +88,44 @@ enum ThrottleStore {
 
     /// Gives back one reservation after a success: the count goes down by one, and a lock that this
     /// count no longer reaches is lifted.
-    static func release(_ db: PostgresConnection, appRef: Int64, subject: String, threshold: Int, logger: Logger) async throws {
+    static func release(_ db: PostgresConnection, scope: Scope, subject: String, threshold: Int, logger: Logger) async throws {
+        let appRef = scope.appRef
         try await db.query(
             """
-            UPDATE login_throttle SET failures = GREATEST(failures - 1, 0),
+            UPDATE \(unescaped: scope.table) SET failures = GREATEST(failures - 1, 0),
                 locked_until = CASE WHEN failures - 1 < \(threshold) THEN NULL ELSE locked_until END
             WHERE app_ref = \(appRef) AND subject = \(subject)
             """, logger: logger)
     }
 
     /// Forgets a subject (a success that proves the caller: its failures no longer count).
-    static func clear(_ db: PostgresConnection, appRef: Int64, subject: String, logger: Logger) async throws {
-        try await db.query("DELETE FROM login_throttle WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
+    static func clear(_ db: PostgresConnection, scope: Scope, subject: String, logger: Logger) async throws {
+        let appRef = scope.appRef
+        try await db.query("DELETE FROM \(unescaped: scope.table) WHERE app_ref = \(appRef) AND subject = \(subject)", logger: logger)
     }
 
     /// Whether any of `subjects` is locked now.
-    static func anyLocked(_ db: PostgresConnection, appRef: Int64, subjects: [String], logger: Logger) async throws -> Bool {
+    static func anyLocked(_ db: PostgresConnection, scope: Scope, subjects: [String], logger: Logger) async throws -> Bool {
+        let appRef = scope.appRef
         let rows = try await db.query(
             """
-            SELECT EXISTS (SELECT 1 FROM login_throttle WHERE app_ref = \(appRef) AND subject = ANY (\(subjects)) AND locked_until > now())
+            SELECT EXISTS (SELECT 1 FROM \(unescaped: scope.table) WHERE app_ref = \(appRef) AND subject = ANY (\(subjects)) AND locked_until > now())
             """, logger: logger)
         for try await locked in rows.decode(Bool.self) { return locked }
         return false
+    }
+
+    /// Seconds until the last of `subjects` that is locked now is unlocked (0 when none is), for a
+    /// Retry-After.
+    static func lockedSeconds(_ db: PostgresConnection, scope: Scope, subjects: [String], logger: Logger) async throws -> Int {
+        let appRef = scope.appRef
+        let rows = try await db.query(
+            """
+            SELECT COALESCE(ceil(EXTRACT(EPOCH FROM max(locked_until) - now())), 0)::int FROM \(unescaped: scope.table)
+            WHERE app_ref = \(appRef) AND subject = ANY (\(subjects)) AND locked_until > now()
+            """, logger: logger)
+        for try await seconds in rows.decode(Int.self) { return max(0, seconds) }
+        return 0
     }
 
     // MARK: fixed-window quotas (rate_limits)
@@ -114,9 +172,13 @@ enum ThrottleStore {
                 DELETE FROM login_throttle
                 WHERE GREATEST(updated_at, COALESCE(locked_until, updated_at)) < now() - make_interval(secs => \(idleSeconds)::int)
                 RETURNING 1),
+            portal AS (
+                DELETE FROM portal_throttle
+                WHERE GREATEST(updated_at, COALESCE(locked_until, updated_at)) < now() - make_interval(secs => \(idleSeconds)::int)
+                RETURNING 1),
             quotas AS (
                 DELETE FROM rate_limits WHERE window_start < now() - make_interval(secs => \(idleSeconds)::int) RETURNING 1)
-            SELECT (SELECT count(*) FROM throttles)::int + (SELECT count(*) FROM quotas)::int
+            SELECT (SELECT count(*) FROM throttles)::int + (SELECT count(*) FROM portal)::int + (SELECT count(*) FROM quotas)::int
             """, logger: logger)
         for try await n in rows.decode(Int.self) { return n }
         return 0
