@@ -60,6 +60,14 @@ if [ "${COSYNC_SKIP_OAUTH:-0}" != "1" ]; then
   BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
     bash "$ROOT/Tests/system/oauth/run.sh" || OAUTH_STATUS=$?
 fi
+# The Portal stage (Tests/system/portal/run.sh, issue 23): Chromium through the Portal's pages on a live port (the
+# walk, the refusals, axe-core on every page, screenshots into $COSYNC_ARTIFACTS or Tests/system/portal/artifacts,
+# a fuzz of the forms). COSYNC_SKIP_PORTAL=1 skips it. A failure is reported after swift test, as the OAuth stage's.
+PORTAL_STATUS=0
+if [ "${COSYNC_SKIP_PORTAL:-0}" != "1" ]; then
+  BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
+    bash "$ROOT/Tests/system/portal/run.sh" || PORTAL_STATUS=$?
+fi
 # Operations (issue 13): the container/manifest checks, the SIGTERM, backup/restore and trace tests,
 # and the 3-node fault test (nginx in front; a node killed, PostgreSQL restarted). Each starts its own
 # PostgreSQL cluster and servers. COSYNC_SKIP_OPS=1 skips them (quick --filter runs; CI runs them).
@@ -76,4 +84,8 @@ SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${COSYNC_TEST_WIDTH:-8}" swift t
 if [ "$OAUTH_STATUS" -ne 0 ]; then
   echo "test: the OAuth stage failed (Tests/system/oauth/run.sh, above; COSYNC_SKIP_OAUTH=1 skips it)" >&2
   exit "$OAUTH_STATUS"
+fi
+if [ "$PORTAL_STATUS" -ne 0 ]; then
+  echo "test: the Portal stage failed (Tests/system/portal/run.sh, above; COSYNC_SKIP_PORTAL=1 skips it)" >&2
+  exit "$PORTAL_STATUS"
 fi

@@ -23,6 +23,8 @@ HERE="$ROOT/Tests/system/oauth"
 cd "$ROOT"
 # shellcheck source=../../../deploy/lib/postgres.sh
 . "$ROOT/deploy/lib/postgres.sh"
+# shellcheck source=../lib/server.sh
+. "$ROOT/Tests/system/lib/server.sh"
 
 BIN="${BIN:-$ROOT/.build/debug/cosyncauth}"
 PYTHON="${PYTHON:-python3}"
@@ -31,35 +33,14 @@ FILE_FILTER="${1:-}"
 CASE_FILTER="${2:-}"
 [ -x "$BIN" ] || { echo "oauth: no server binary at $BIN (run swift build first)" >&2; exit 2; }
 
-if [ -n "${PGPORT:-}" ]; then
-  admin_url="postgres://postgres@127.0.0.1:$PGPORT/postgres?sslmode=disable"
-  OAUTH_DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/$OAUTH_DB?sslmode=disable"
-elif [ -n "${DATABASE_URL:-}" ]; then
-  base="${DATABASE_URL%%\?*}"
-  query=""
-  [ "$base" = "$DATABASE_URL" ] || query="?${DATABASE_URL#*\?}"
-  admin_url="${base%/*}/postgres$query"
-  OAUTH_DATABASE_URL="${base%/*}/$OAUTH_DB$query"
-else
-  echo "oauth: set PGPORT or DATABASE_URL" >&2
-  exit 2
-fi
-PGOPTIONS="-c client_min_messages=warning" "$(pg_bin)/psql" "$admin_url" -qc "DROP DATABASE IF EXISTS \"$OAUTH_DB\"" -c "CREATE DATABASE \"$OAUTH_DB\"" >/dev/null
-
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cosyncauth-oauth.XXXXXX")"
 chmod 755 "$WORK"
 LOG="$WORK/server.log"
-SERVER_PID=""
-stop_server() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap stop_server EXIT
+trap 'server_cleanup; rm -rf "$WORK"' EXIT
+# The database (in the caller's PostgreSQL, PGPORT or DATABASE_URL; else a throwaway cluster) and the server
+# start-up are shared with the Portal stage: Tests/system/lib/server.sh.
+server_database "$OAUTH_DB" "$WORK"
+OAUTH_DATABASE_URL="$SERVER_DATABASE_URL"
 print_log() { echo "---- server log (last 80 lines) ----" >&2; tail -80 "$LOG" >&2 || true; echo "----" >&2; }
 
 HTTP_PORT="$(pg_free_port "${OAUTH_HTTP_PORT:-18580}")"
@@ -67,23 +48,9 @@ BASE="http://127.0.0.1:$HTTP_PORT"
 OPERATOR_TOKEN="cop_oauth_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
 
-DATABASE_URL="$OAUTH_DATABASE_URL" COSYNC_MASTER_KEY="$MASTER_KEY" COSYNC_OPERATOR_TOKEN="$OPERATOR_TOKEN" \
-  PORT="$HTTP_PORT" HOST=127.0.0.1 COSYNC_PUBLIC_URL="$BASE" COSYNC_BCRYPT_COST=4 LOG_LEVEL="${OAUTH_LOG_LEVEL:-info}" \
-  COSYNC_EMAIL_TRANSPORT=log COSYNC_SMS_TRANSPORT=log COSYNC_METRICS_PORT=off \
-  "$BIN" serve >"$LOG" 2>&1 &
-SERVER_PID=$!
-
-ready=""
-for _ in $(seq 300); do
-  kill -0 "$SERVER_PID" 2>/dev/null || break
-  if "$PYTHON" -c "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('$BASE/healthz', timeout=2).status == 200 else 1)" 2>/dev/null; then
-    ready=1; break
-  fi
-  sleep 0.1
-done
-if [ -z "$ready" ]; then
+if ! server_start "$HTTP_PORT" "$LOG" COSYNC_MASTER_KEY="$MASTER_KEY" COSYNC_OPERATOR_TOKEN="$OPERATOR_TOKEN" \
+  COSYNC_PUBLIC_URL="$BASE" LOG_LEVEL="${OAUTH_LOG_LEVEL:-info}"; then
   echo "oauth: the server did not come up on $BASE" >&2
-  print_log
   exit 1
 fi
 
