@@ -422,6 +422,37 @@ struct OAuthUpstreamTests {
         }
     }
 
+    @Test("a URL an app registers reaches a loopback address only where the operator allows it (discovery, a backend's JWK set)")
+    func loopbackOnlyWhereTheOperatorAllows() async throws {
+        try await TestEnvironment.withAPI { api in
+            let idp = try await FakeOpenIDProvider.start()
+            let issuer = await idp.issuer
+            let base = try await OAuthAuthorizeTests.fixture(api)
+            let services = try await TestEnvironment.services()
+            let app = try #require(try await services.apps.cachedApp(appId: base.appId))
+            let o = services.oauth
+            // A server whose operator did not allow outgoing calls to loopback (the production default).
+            let strict = OAuthServices(
+                client: o.client, apps: o.apps, tokens: o.tokens, flows: o.flows, box: o.box, publicURL: o.publicURL,
+                outbound: ClientKeys.publicOnly, logger: o.logger)
+            let provider: [String: JSONValue] = ["name": .string("Loopback"), "discoveryUrl": .string(issuer), "clientId": .string(idp.clientId)]
+            await #expect(throws: (any Error).self) { _ = try await strict.upstreamProviders.create(app: app, input: provider, actor: "test") }
+            do {
+                _ = try await strict.upstreamProviders.create(app: app, input: provider, actor: "test")
+            } catch {
+                #expect(String(describing: error).contains("loopback"), "\(error)")
+            }
+            let key: [String: JSONValue] = ["issuer": .string("https://backend.example.com"), "jwksUri": .string("\(issuer)/jwks")]
+            await #expect(throws: (any Error).self) { _ = try await strict.assertionKeys.create(app: app, input: key, actor: "test") }
+            let providers = try await strict.upstreamProviders.list(app: app)
+            let keys = try await strict.assertionKeys.list(app: app)
+            #expect(providers.isEmpty && keys.isEmpty)
+            // The test environment's operator allows http to 127.0.0.0/8 (COSYNC_WEBHOOK_ALLOW_HTTP, _CIDRS): the same succeed.
+            #expect(try await o.upstreamProviders.create(app: app, input: provider, actor: "test").issuer == issuer)
+            _ = try await o.assertionKeys.create(app: app, input: key, actor: "test")
+        }
+    }
+
     @Test("housekeeping removes sign-ins nobody finished")
     func unfinishedSignInsArePurged() async throws {
         try await TestEnvironment.withAPI { api in

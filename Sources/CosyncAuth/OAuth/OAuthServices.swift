@@ -17,12 +17,15 @@ public struct OAuthServices: Sendable {
     public let publicURL: String
     public let logger: Logger
     /// JWK sets fetched from URLs apps registered (backends' assertion keys, upstream providers), cached on this node.
-    public let remoteKeys = RemoteKeySets()
+    public let remoteKeys: RemoteKeySets
 
+    /// `outbound` is the operator's rule for outgoing calls (COSYNC_WEBHOOK_ALLOW_HTTP, COSYNC_WEBHOOK_ALLOW_CIDRS):
+    /// it decides whether the URLs apps register may point at a loopback address.
     public init(
         client: PostgresClient, apps: AppAdministration, tokens: TokenIssuer, flows: EndUserFlows, box: SecretBox, publicURL: String,
-        logger: Logger
+        outbound: WebhookURLGuard = ClientKeys.publicOnly, logger: Logger
     ) {
+        self.remoteKeys = RemoteKeySets(outbound: outbound)
         self.client = client
         self.apps = apps
         self.tokens = tokens

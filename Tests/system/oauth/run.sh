@@ -48,8 +48,10 @@ BASE="http://127.0.0.1:$HTTP_PORT"
 OPERATOR_TOKEN="cop_oauth_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
 
+# The upstream OpenID provider (test_upstream_idp.py) runs on 127.0.0.1: the operator allows outgoing calls
+# there, as a deployment with a provider beside the server would (<doc:OAuth> "URLs the server fetches").
 if ! server_start "$HTTP_PORT" "$LOG" COSYNC_MASTER_KEY="$MASTER_KEY" COSYNC_OPERATOR_TOKEN="$OPERATOR_TOKEN" \
-  COSYNC_PUBLIC_URL="$BASE" LOG_LEVEL="${OAUTH_LOG_LEVEL:-info}"; then
+  COSYNC_PUBLIC_URL="$BASE" LOG_LEVEL="${OAUTH_LOG_LEVEL:-info}" COSYNC_WEBHOOK_ALLOW_HTTP=1 COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8; then
   echo "oauth: the server did not come up on $BASE" >&2
   exit 1
 fi

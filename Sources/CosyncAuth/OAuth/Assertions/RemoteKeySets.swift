@@ -24,6 +24,8 @@ public enum FetchableURL {
         if let port = components.port, !(1...65535).contains(port) { return "has an invalid port" }
         switch scheme {
         case "https": return nil
+        // A loopback address passes here; whether the operator lets the server call it is decided at
+        // every fetch (`GuardedFetch`), under the same rule as webhooks and client JWKS URLs.
         case "http": return isLoopback(host) ? nil : "must use https (http only to a loopback address)"
         default: return "must use https"
         }
@@ -49,6 +51,8 @@ public actor RemoteKeySets {
     }
 
     let http: HTTPClient
+    /// The operator's rule for outgoing calls: it decides whether a loopback URL may be fetched.
+    public let outbound: WebhookURLGuard
     let minimumRefetchInterval: Duration
     let maximumAge: Duration
     var entries: [String: Entry] = [:]
@@ -59,8 +63,12 @@ public actor RemoteKeySets {
     static let maxBytes = 256 * 1024
     static let maxKeys = 100
 
-    public init(http: HTTPClient = .shared, minimumRefetchInterval: Duration = .seconds(10), maximumAge: Duration = .seconds(3600)) {
+    public init(
+        http: HTTPClient = .shared, outbound: WebhookURLGuard = ClientKeys.publicOnly, minimumRefetchInterval: Duration = .seconds(10),
+        maximumAge: Duration = .seconds(3600)
+    ) {
         self.http = http
+        self.outbound = outbound
         self.minimumRefetchInterval = minimumRefetchInterval
         self.maximumAge = maximumAge
     }
@@ -94,7 +102,7 @@ public actor RemoteKeySets {
     /// Fetches and reads a JWK set now (the admin API checks a URL when it is registered). Throws a
     /// `Failure` naming what went wrong.
     func fetch(_ url: String) async throws(Failure) -> [[String: JSONValue]] {
-        let document = try await Self.fetchJSON(url, http: http, maxBytes: Self.maxBytes)
+        let document = try await Self.fetchJSON(url, http: http, outbound: outbound, maxBytes: Self.maxBytes)
         guard let list = document["keys"]?.arrayValue, list.count <= Self.maxKeys else {
             throw Failure(reason: "the document is not a JWK set (an object with at most \(Self.maxKeys) keys)")
         }
@@ -108,13 +116,13 @@ public actor RemoteKeySets {
 
     /// GETs a JSON object (10 s at most, `maxBytes` at most, status 200), for JWK sets and discovery
     /// documents. The URL must pass `FetchableURL`.
-    static func fetchJSON(_ url: String, http: HTTPClient, maxBytes: Int) async throws(Failure) -> [String: JSONValue] {
+    static func fetchJSON(_ url: String, http: HTTPClient, outbound: WebhookURLGuard, maxBytes: Int) async throws(Failure) -> [String: JSONValue] {
         if let refusal = FetchableURL.refusal(url) { throw Failure(reason: "the URL \(refusal)") }
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
         let body: ByteBuffer
         do {
-            let answer = try await GuardedFetch.send(request, maxBytes: maxBytes)
+            let answer = try await GuardedFetch.send(request, outbound: outbound, maxBytes: maxBytes)
             guard answer.status == 200 else { throw Failure(reason: "the server answered HTTP \(answer.status)") }
             body = answer.body
         } catch let failure as Failure {
@@ -135,19 +143,24 @@ public actor RemoteKeySets {
 /// token endpoint; a backend's JWK set) under the same rule as webhook deliveries and client JWKS
 /// URLs: the host is resolved once, every address it resolves to must be public (`ClientKeys.publicOnly`),
 /// the connection goes to the address that was checked, and redirects are not followed
-/// (`WebhookConnector`). Only a loopback host (`FetchableURL`'s http exception: a provider beside the
-/// server, and the tests) is connected to directly.
+/// (`WebhookConnector`). A loopback host (`FetchableURL`'s http exception: a provider beside the
+/// server, and the tests) is connected to directly, and only where the operator's rule for outgoing
+/// calls allows http and that address (COSYNC_WEBHOOK_ALLOW_HTTP, COSYNC_WEBHOOK_ALLOW_CIDRS), as for a
+/// client's JWKS URL: otherwise any app's developer could make the server call services on its own host.
 enum GuardedFetch {
     struct Refused: Error, CustomStringConvertible {
         let description: String
     }
 
-    static func send(_ request: HTTPClientRequest, maxBytes: Int) async throws -> (status: UInt, body: ByteBuffer) {
+    static func send(_ request: HTTPClientRequest, outbound: WebhookURLGuard, maxBytes: Int) async throws -> (status: UInt, body: ByteBuffer) {
         guard let components = URLComponents(string: request.url), let host = components.host else {
             throw Refused(description: "not an absolute URL")
         }
         let route: WebhookURLGuard.Route
         if FetchableURL.isLoopback(host) {
+            if let refusal = await outbound.check(request.url) {
+                throw Refused(description: "a loopback address only where the operator allows it (\(refusal.message))")
+            }
             let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
             route = WebhookURLGuard.Route(pinnedHost: nil, address: bare == "localhost" ? "127.0.0.1" : bare)
         } else {

@@ -92,7 +92,7 @@ public enum ClientKeys {
     /// the admin API accepts only where the operator allows http and loopback for outgoing calls
     /// (COSYNC_WEBHOOK_ALLOW_HTTP, COSYNC_WEBHOOK_ALLOW_CIDRS). Checked when the client is saved and
     /// before every fetch, as a DNS answer can change.
-    static let publicOnly = WebhookURLGuard(allowHTTP: false, allowedNetworks: [])
+    public static let publicOnly = WebhookURLGuard(allowHTTP: false, allowedNetworks: [])
 
     /// The loopback address of an `http` URL whose host is one (an IP literal), or nil.
     static func loopbackAddress(_ uri: String) -> String? {

@@ -69,8 +69,8 @@ struct UpstreamDiscovery: Sendable, Equatable {
     /// Fetches and checks the document at `url` (a `documentURL`): the four fields present and
     /// fetchable (`FetchableURL`), and the issuer identical to the URL the document was fetched under
     /// (OpenID Discovery §4.3), so a document cannot claim another provider's issuer.
-    static func fetch(_ url: String, http: HTTPClient) async throws(RemoteKeySets.Failure) -> UpstreamDiscovery {
-        let document = try await RemoteKeySets.fetchJSON(url, http: http, maxBytes: 256 * 1024)
+    static func fetch(_ url: String, http: HTTPClient, outbound: WebhookURLGuard) async throws(RemoteKeySets.Failure) -> UpstreamDiscovery {
+        let document = try await RemoteKeySets.fetchJSON(url, http: http, outbound: outbound, maxBytes: 256 * 1024)
         func field(_ name: String) throws(RemoteKeySets.Failure) -> String {
             guard let value = document[name]?.stringValue else { throw RemoteKeySets.Failure(reason: "the document has no \(name)") }
             if let refusal = FetchableURL.refusal(value) { throw RemoteKeySets.Failure(reason: "its \(name) \(refusal)") }

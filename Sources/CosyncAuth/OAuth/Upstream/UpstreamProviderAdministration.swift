@@ -10,6 +10,8 @@ public struct UpstreamProviderAdministration: Sendable {
     let client: PostgresClient
     let box: SecretBox
     let http: HTTPClient
+    /// The operator's rule for outgoing calls (`GuardedFetch`).
+    let outbound: WebhookURLGuard
     let logger: Logger
 
     /// An app may configure this many providers.
@@ -96,7 +98,7 @@ public struct UpstreamProviderAdministration: Sendable {
         let url = UpstreamDiscovery.documentURL(given)
         if let refusal = FetchableURL.refusal(url) { throw invalid("discoveryUrl", "invalid_url", refusal) }
         do {
-            return (url, try await UpstreamDiscovery.fetch(url, http: http))
+            return (url, try await UpstreamDiscovery.fetch(url, http: http, outbound: outbound))
         } catch {
             throw invalid("discoveryUrl", "discovery_failed", error.reason)
         }
@@ -240,7 +242,7 @@ public struct UpstreamProviderAdministration: Sendable {
 extension OAuthServices {
     /// The app's upstream OpenID providers, for the admin API.
     public var upstreamProviders: UpstreamProviderAdministration {
-        UpstreamProviderAdministration(client: client, box: box, http: .shared, logger: logger)
+        UpstreamProviderAdministration(client: client, box: box, http: .shared, outbound: remoteKeys.outbound, logger: logger)
     }
 
     /// Where an upstream provider sends the browser back: one URL per app, registered at the provider.

@@ -173,7 +173,7 @@ public struct UpstreamSignIn: Sendable {
         request.body = .bytes(ByteBuffer(string: String(AuthorizationRules.redirect("", form).dropFirst())))
         let answer: [String: JSONValue]
         do {
-            let response = try await GuardedFetch.send(request, maxBytes: 256 * 1024)
+            let response = try await GuardedFetch.send(request, outbound: keySets.outbound, maxBytes: 256 * 1024)
             let body = response.body
             guard let object = (try? JSONDecoder().decode(JSONValue.self, from: Data(body.readableBytesView)))?.objectValue else {
                 throw OAuthError.accessDenied("the provider's token endpoint answered HTTP \(response.status) without JSON")
