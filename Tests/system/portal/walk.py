@@ -762,6 +762,14 @@ def walk(args, world):
     r = http.post(world["rotate_action"], data={"graceSeconds": "0"}, allow_redirects=False, timeout=30)
     if r.status_code != 403:
         dev.fail(f"POST rotate-token with no csrf: HTTP {r.status_code}, expected 403")
+    # Before sign-in too: the sign-in form without its csrf (a browser with the browser-key cookie, and without).
+    anonymous = requests.Session()
+    anonymous.get(f"{args.base}/portal/sign-in", timeout=30)
+    for who, session in (("with the browser key", anonymous), ("without cookies", requests.Session())):
+        r = session.post(f"{args.base}/portal/sign-in", data={"email": dev_email, "password": dev.password},
+                         allow_redirects=False, timeout=30)
+        if r.status_code != 403 or "code-submit" in r.text:
+            dev.fail(f"POST /portal/sign-in with no csrf ({who}): HTTP {r.status_code}, expected 403")
     status, app_now = end_user.get_application(token2)
     if status != 200 or not isinstance(app_now, dict) or app_now.get("signupFlow") != "code":
         dev.fail(f"CSRF-less POSTs changed the app: getApplication {status} {str(app_now)[:200]}")
@@ -1083,7 +1091,7 @@ def main():
     parser.add_argument("--base", required=True, help="the server's base URL (its public URL)")
     parser.add_argument("--operator-email", required=True)
     parser.add_argument("--operator-invite", required=True, help="the first operator's invite link")
-    parser.add_argument("--operator-token", help="unused by the walk (the Portal is black-box here)")
+    parser.add_argument("--operator-token", help="the admin API's token: only for the workaround after a page showed no app token")
     parser.add_argument("--artifacts", required=True, help="where the screenshots and page sources go")
     parser.add_argument("--fuzz-cases", type=int, default=int(os.environ.get("PORTAL_FUZZ_CASES", "300")))
     parser.add_argument("--seed", type=int, default=int(os.environ.get("PORTAL_FUZZ_SEED", "23")))
