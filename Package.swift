@@ -77,6 +77,19 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Mustache", package: "swift-mustache"),
+                "CosyncPortal",
+            ],
+            swiftSettings: strict
+        ),
+        // The Portal: the web console for operators and app developers (server-rendered pages).
+        .target(
+            name: "CosyncPortal",
+            dependencies: [
+                "CosyncAuth",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 import CosyncAuth
+import CosyncPortal
 import Hummingbird
 import Logging
 
@@ -24,6 +25,7 @@ public func buildRouter(services: CosyncServices) -> Router<ServerRequestContext
     EndUserRoutes(services: services).register(on: router)
     AppKeyRoutes(services: services).register(on: router)
     OAuthRoutes(services: services).register(on: router)
+    PortalRoutes<ServerRequestContext>(services: services).register(on: router)
 
     let admin = router.group("admin/v1").add(middleware: AdminErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "admin "))
     let document = OpenAPIDocument.document()

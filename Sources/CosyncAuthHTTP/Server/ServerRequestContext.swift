@@ -1,5 +1,6 @@
 import Hummingbird
 import CosyncAuth
+import CosyncPortal
 import NIOCore
 
 /// The request context of every route.
@@ -30,3 +31,6 @@ public struct ServerRequestContext: RequestContext {
     /// End-user and admin bodies are small.
     public var maxUploadSize: Int { 1_048_576 }
 }
+
+/// The Portal's pages run on this context (the Portal module cannot name it).
+extension ServerRequestContext: PortalRequestContext {}

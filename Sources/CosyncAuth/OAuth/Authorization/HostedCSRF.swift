@@ -14,6 +14,9 @@ extension OAuthServices {
 public struct HostedCSRF: Sendable {
     let key: SymmetricKey
 
+    /// With its own key (the Portal's forms use one derived under another label).
+    public init(key: SymmetricKey) { self.key = key }
+
     /// A new binding-cookie value: 256 random bits, base64url.
     public static func newBrowserKey() -> String { Base64URL.encode(Secrets.randomBytes(32)) }
 

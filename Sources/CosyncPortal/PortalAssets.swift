@@ -1,0 +1,87 @@
+/// The Portal's two static files, served from memory: the stylesheet and one small plain script.
+/// Every page works without the script; it only adds "Copy" buttons beside the values a developer
+/// copies (the app token, the public key, an invitation link). The button's texts come from the page
+/// (`data-copy-label` and `data-copied-label` on `<body>`, from `PortalText`), so that every string
+/// stays in `PortalText.swift`.
+enum PortalAssets {
+    static let stylesheet = """
+        :root { color-scheme: light; --accent: #174ea6; --accent-text: #ffffff; --error: #a50e0e; --line: #6b6b6b; --muted: #3c4043;
+          --bg: #ffffff; --fg: #1f1f1f; --panel: #f3f5f8; --focus: #b3261e; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: var(--bg); color: var(--fg); }
+        a { color: var(--accent); }
+        a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, main:focus-visible {
+          outline: 3px solid var(--focus); outline-offset: 2px; }
+        .skip-link { position: absolute; left: -999px; top: 0; background: var(--bg); padding: .5rem 1rem; z-index: 10; }
+        .skip-link:focus { left: 1rem; }
+        header.top { display: flex; flex-wrap: wrap; align-items: center; gap: 1rem 2rem; padding: .75rem 1.5rem; border-bottom: 1px solid var(--line); background: var(--panel); }
+        .brand { margin: 0; font-weight: 700; }
+        .brand a { text-decoration: none; color: var(--fg); }
+        nav ul { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+        nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
+        #sign-out { margin-left: auto; display: flex; align-items: center; gap: .75rem; }
+        .who { color: var(--muted); }
+        main { max-width: 64rem; margin: 0 auto; padding: 1.5rem; }
+        #app-nav { margin: 0 0 1rem; padding-bottom: .5rem; border-bottom: 1px solid var(--line); }
+        .app-name { margin: 0 0 .25rem; font-weight: 600; color: var(--muted); }
+        h1 { font-size: 1.6rem; margin: .5rem 0 1rem; }
+        h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+        .card { max-width: 28rem; }
+        .card.wide { max-width: 44rem; }
+        .field { margin: 0 0 1rem; }
+        label, .label, dt { display: block; font-weight: 600; margin: 0 0 .25rem; }
+        input, select, textarea { width: 100%; padding: .55rem; font: inherit; border: 1px solid var(--line); border-radius: .35rem; background: var(--bg); color: var(--fg); }
+        textarea { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9rem; }
+        .help { margin: .25rem 0 0; color: var(--muted); font-size: .9rem; }
+        button, .button { display: inline-block; padding: .55rem 1.1rem; font: inherit; font-weight: 600; border: 1px solid var(--accent); border-radius: .35rem;
+          background: var(--accent); color: var(--accent-text); cursor: pointer; text-decoration: none; }
+        button.secondary { background: var(--bg); color: var(--accent); }
+        .search { display: flex; flex-wrap: wrap; align-items: flex-end; gap: .5rem; margin: 0 0 1rem; }
+        .search label { width: 100%; }
+        .search input { flex: 1 1 16rem; width: auto; }
+        table { border-collapse: collapse; width: 100%; margin: 0 0 1rem; }
+        caption { text-align: left; font-weight: 600; padding: 0 0 .5rem; }
+        th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+        td form { margin: 0; }
+        code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9rem; }
+        .wrap { word-break: break-all; }
+        pre { white-space: pre-wrap; margin: 0; }
+        .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap: 1rem; margin: 0 0 1.5rem; }
+        .facts dd { margin: 0; }
+        .notice { border-left: 4px solid var(--accent); padding: .25rem .75rem; background: var(--panel); }
+        .error { color: var(--error); border-left: 4px solid var(--error); padding: .25rem .75rem; background: #fdf0ef; }
+        .once { border: 2px solid var(--accent); border-radius: .35rem; padding: .5rem 1rem; margin: 0 0 1.5rem; background: var(--panel); }
+        .copy-button { margin-left: .5rem; padding: .2rem .6rem; font-size: .85rem; }
+        .qr-figure { margin: 0 0 1rem; }
+        .qr { width: 12rem; height: 12rem; }
+        #members li { padding: .25rem 0; }
+        .member-role { color: var(--muted); margin-left: .5rem; }
+        footer.foot { max-width: 64rem; margin: 2rem auto 0; padding: 1rem 1.5rem; color: var(--muted); border-top: 1px solid var(--line); }
+        """
+
+    static let script = """
+        // CosyncAuth Portal: progressive enhancement only (copy buttons). Every page works without it.
+        (function () {
+          "use strict";
+          if (!navigator.clipboard || !document.querySelectorAll) { return; }
+          var body = document.body;
+          var label = body.getAttribute("data-copy-label") || "Copy";
+          var done = body.getAttribute("data-copied-label") || "Copied";
+          var values = document.querySelectorAll("code.copyable");
+          Array.prototype.forEach.call(values, function (value) {
+            var button = document.createElement("button");
+            button.type = "button";
+            button.className = "secondary copy-button";
+            button.textContent = label;
+            if (value.id) { button.setAttribute("aria-describedby", value.id); }
+            button.addEventListener("click", function () {
+              navigator.clipboard.writeText(value.textContent || "").then(function () {
+                button.textContent = done;
+                setTimeout(function () { button.textContent = label; }, 2000);
+              }, function () {});
+            });
+            value.parentNode.insertBefore(button, value.nextSibling);
+          });
+        })();
+        """
+}

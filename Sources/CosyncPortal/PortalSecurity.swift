@@ -1,0 +1,203 @@
+import CosyncAuth
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The Portal's cookies.
+///
+/// - The session: `__Host-cosync-portal` (HttpOnly, Secure, SameSite=Strict, Path=/), a random secret
+///   whose SHA-256 the core stores (`PortalAccounts`).
+/// - The browser key: `__Host-cosync-portal-browser`, 256 random bits that the forms shown before
+///   sign-in (sign-in, code, invite, enrolment) bind their CSRF token to.
+/// - The hand-over: `__Host-cosync-portal-once`, sealed with AES-GCM under a key derived from the
+///   master key, carries a value from a POST to the page it redirects to (the TOTP key to enrol, an app
+///   token shown once), for at most 15 minutes; the page clears it.
+///
+/// When the public URL is `http://` on a loopback host (development, tests), cookies cannot be Secure
+/// and browsers refuse the `__Host-` prefix without it: the names then lose the prefix and Secure
+/// (as the OAuth hosted pages do).
+struct PortalCookies: Sendable {
+    let secure: Bool
+
+    init(publicURL: String) {
+        if let url = URLComponents(string: publicURL), url.scheme?.lowercased() == "http" {
+            secure = !["localhost", "127.0.0.1", "::1", "[::1]"].contains(url.host?.lowercased() ?? "")
+        } else {
+            secure = true
+        }
+    }
+
+    var sessionName: String { (secure ? "__Host-" : "") + "cosync-portal" }
+    var browserName: String { (secure ? "__Host-" : "") + "cosync-portal-browser" }
+    var onceName: String { (secure ? "__Host-" : "") + "cosync-portal-once" }
+
+    /// A `Set-Cookie` value; `maxAge` nil makes it last as long as the browser session.
+    func set(_ name: String, _ value: String, maxAge: Int? = nil) -> String {
+        var cookie = "\(name)=\(value); Path=/; HttpOnly; SameSite=Strict"
+        if let maxAge { cookie += "; Max-Age=\(max(0, maxAge))" }
+        if secure { cookie += "; Secure" }
+        return cookie
+    }
+
+    func clear(_ name: String) -> String { set(name, "", maxAge: 0) }
+
+    /// A cookie's value when present, non-empty and of a sane size (the hand-over cookie carries an app
+    /// token, a signed JWT: up to a browser's 4 KB).
+    static func value(_ request: Request, _ name: String) -> String? {
+        guard let value = request.cookies[name]?.value, !value.isEmpty, value.utf8.count <= 4000 else { return nil }
+        return value
+    }
+
+    func session(_ request: Request) -> String? { Self.value(request, sessionName) }
+    func browserKey(_ request: Request) -> String? {
+        Self.value(request, browserName).flatMap { HostedCSRF.isBrowserKey($0) ? $0 : nil }
+    }
+}
+
+/// CSRF tokens of the Portal's forms: `HostedCSRF` (an HMAC under a key derived from the master key,
+/// checked in constant time) bound to the session cookie, or before sign-in to the browser key, and
+/// to what the form is for (`settings:<appId>`, `sign-out`, …).
+struct PortalCSRF: Sendable {
+    let hmac: HostedCSRF
+
+    init(box: SecretBox) {
+        hmac = HostedCSRF(key: box.derivedKey(label: "portal-csrf"))
+    }
+
+    func token(bound key: String, purpose: String) -> String { hmac.token(browserKey: key, appId: "portal", purpose: purpose) }
+
+    func verify(_ presented: String?, bound key: String?, purpose: String) -> Bool {
+        hmac.verify(presented, browserKey: key, appId: "portal", purpose: purpose)
+    }
+}
+
+/// The hand-over cookie's contents: AES-GCM under a key derived from the master key, with an expiry.
+struct PortalSealer: Sendable {
+    let key: SymmetricKey
+
+    init(box: SecretBox) {
+        key = box.derivedKey(label: "portal-once-cookie")
+    }
+
+    func seal(_ fields: [String: String], lifetime: TimeInterval = 900) -> String? {
+        var all = fields
+        all["exp"] = String(Int(Date().timeIntervalSince1970 + lifetime))
+        guard let data = try? JSONEncoder().encode(all), let sealed = try? AES.GCM.seal(data, using: key).combined else { return nil }
+        return Base64URL.encode(sealed)
+    }
+
+    func open(_ value: String?) -> [String: String]? {
+        guard let value, let data = Base64URL.decodeLenient(value), let box = try? AES.GCM.SealedBox(combined: data),
+            let plain = try? AES.GCM.open(box, using: key), let fields = try? JSONDecoder().decode([String: String].self, from: plain),
+            let exp = fields["exp"].flatMap({ Int($0) }), Double(exp) > Date().timeIntervalSince1970
+        else { return nil }
+        return fields
+    }
+}
+
+enum PortalHeaders {
+    static let contentSecurityPolicy = HTTPField.Name("Content-Security-Policy")!
+    static let xFrameOptions = HTTPField.Name("X-Frame-Options")!
+    static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    static let pragma = HTTPField.Name("Pragma")!
+
+    static let csp =
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+    /// The headers of every Portal page and redirect: a strict CSP (no inline script or style, no
+    /// framing, forms only to this origin), no referrer, no caching, no sniffing.
+    static func security() -> HTTPFields {
+        [
+            contentSecurityPolicy: csp, xFrameOptions: "DENY", referrerPolicy: "no-referrer", .cacheControl: "no-store", pragma: "no-cache",
+            xContentTypeOptions: "nosniff",
+        ]
+    }
+}
+
+/// Reading the Portal's forms and query strings.
+enum PortalForm {
+    static let maxBytes = 65_536
+
+    struct Malformed: Error {}
+
+    /// `application/x-www-form-urlencoded`: `+` is a space, `%XX` a byte; UTF-8 without NUL; a name
+    /// given twice or malformed percent-encoding is refused.
+    static func parse(_ bytes: some Collection<UInt8>) throws(Malformed) -> [String: String] {
+        guard bytes.count <= maxBytes else { throw Malformed() }
+        var fields: [String: String] = [:]
+        for piece in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let name: String, value: String
+            if let eq = piece.firstIndex(of: UInt8(ascii: "=")) {
+                name = try decode(piece[piece.startIndex..<eq])
+                value = try decode(piece[piece.index(after: eq)...])
+            } else {
+                name = try decode(piece)
+                value = ""
+            }
+            guard !name.isEmpty else { continue }
+            guard fields[name] == nil else { throw Malformed() }
+            fields[name] = value
+        }
+        return fields
+    }
+
+    static func decode(_ part: some Collection<UInt8>) throws(Malformed) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(part.count)
+        var iterator = part.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): out.append(0x20)
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else { throw Malformed() }
+                out.append(high << 4 | low)
+            default: out.append(byte)
+            }
+        }
+        guard let text = String(validating: out, as: UTF8.self), !text.unicodeScalars.contains("\u{0}") else { throw Malformed() }
+        return text
+    }
+
+    static func hex(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// The form body of a POST; nil when it is not a readable form.
+    static func body(_ request: Request) async -> [String: String]? {
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        guard type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
+        guard let buffer = try? await request.body.collect(upTo: maxBytes) else { return nil }
+        return try? parse(buffer.readableBytesView)
+    }
+
+    /// The query string; nil when malformed.
+    static func queryParameters(_ request: Request) -> [String: String]? {
+        guard let query = request.uri.query else { return [:] }
+        return try? parse(Array(query.utf8))
+    }
+
+    /// Percent-encodes a value for a query string or a path segment.
+    static func encode(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    /// Where a re-authentication may send the browser back to: a path of the Portal on this server,
+    /// never another origin (`//host`, `/\host`, a scheme), never a dot segment.
+    static func localPortalPath(_ next: String?) -> String? {
+        guard let next, next.utf8.count <= 512, next == "/portal" || next.hasPrefix("/portal/") || next.hasPrefix("/portal?") else { return nil }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-_.~?=&%+".utf8)
+        guard next.utf8.allSatisfy({ allowed.contains($0) }), !next.contains("//") else { return nil }
+        let path = next.split(separator: "?", maxSplits: 1).first ?? ""
+        guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else { return nil }
+        return next
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+/// Every text the Portal shows, in one place (English only). The templates read them as `{{t.key}}`;
+/// Swift code as `PortalText.text(.key)`. `{name}` placeholders are filled in by `text(_:_:)` before
+/// rendering, and the result is escaped with every other value.
+enum PortalText {
+    enum Key: String, CaseIterable {
+        // Layout
+        case productName, skipLink, mainNav, appNav, appsLink, signOutButton, signedInAs, footer, copyButton, copied
+        // Sign-in, invite, enrolment, re-authentication
+        case signInTitle, emailLabel, passwordLabel, signInButton
+        case codeTitle, codePrompt, codeLabel, verifyButton, backToSignIn
+        case inviteTitle, invitePrompt, newPasswordLabel, passwordConfirmLabel, passwordHelp, inviteButton
+        case enrolTitle, enrolPrompt, enrolKeyLabel, enrolQRLabel, enrolCodePrompt, enrolButton
+        case reauthTitle, reauthPrompt, reauthButton
+        // Apps list
+        case appsTitle, searchLabel, searchButton, newAppLink, appNameColumn, appIdColumn, productColumn, statusColumn
+        case createdColumn, nextPage, noApps, appsCaption
+        // Create app
+        case newAppTitle, appNameLabel, productLabel, productCosyncAuth, productAppKey, createAppButton
+        // App pages
+        case overviewTitle, overviewLink, settingsLink, keysLink, usersLink, membersLink
+        case appIdLabel, productLabelShort, statusLabel, createdLabel, yourRoleLabel, membersCount, metadataCount, signupFlowLabelShort
+        case settingsTitle, signupFlowLabel, signupFlowNone, signupFlowCode, signupFlowLink, metadataLabel, metadataHelp, saveButton, settingsSaved
+        case keysTitle, rawPublicKeyLabel, appTokenLabel, appTokenOnce, appSecretLabel, appSecretOnce, rotateTokenHeading, rotateTokenHelp
+        case graceLabel, graceHelp, rotateTokenButton, tokenRotated, readOnlyNote
+        case usersTitle, userSearchLabel, handleColumn, userNameColumn, userStatusColumn, lastLoginColumn, noUsers, usersCaption
+        case userTitle, userIdLabel, userStatusLabel, sessionsHeading, sessionsCaption, sessionMethodColumn, sessionCreatedColumn
+        case sessionLastSeenColumn, sessionAddressColumn, sessionActionColumn, revokeButton, revokeLabel, noSessions, sessionRevoked
+        case membersTitle, membersCaption, memberEmailColumn, memberRoleColumn, noMembers, inviteHeading, inviteEmailLabel
+        case inviteRoleLabel, roleOwner, roleEditor, roleViewer, sendInviteButton, inviteLinkLabel, inviteSent
+        // Refusals and errors
+        case errorTitle, forbiddenTitle, forbidden, notFoundTitle, notFound, formExpired, cookiesNeeded, badRequest
+        case invalidCredentials, invalidCode, locked, needsSecondFactor, inviteInvalid, weakPassword, passwordsDiffer
+        case genericError, busy, graceInvalid, metadataNotJSON, nameRequired, emailRequired, signedOut
+    }
+
+    static let english: [Key: String] = [
+        .productName: "CosyncAuth Portal",
+        .skipLink: "Skip to the content",
+        .mainNav: "Portal",
+        .appNav: "App",
+        .appsLink: "Apps",
+        .signOutButton: "Sign out",
+        .signedInAs: "Signed in as {email}",
+        .footer: "CosyncAuth",
+        .copyButton: "Copy",
+        .copied: "Copied",
+
+        .signInTitle: "Sign in to the Portal",
+        .emailLabel: "Email",
+        .passwordLabel: "Password",
+        .signInButton: "Continue",
+        .codeTitle: "Enter your code",
+        .codePrompt: "Enter the 6-digit code from your authenticator app.",
+        .codeLabel: "Code",
+        .verifyButton: "Verify",
+        .backToSignIn: "Back to sign in",
+        .inviteTitle: "Accept your invitation",
+        .invitePrompt: "You were invited to the Portal as {email}. Choose a password to create your account.",
+        .newPasswordLabel: "Choose a password",
+        .passwordConfirmLabel: "Repeat the password",
+        .passwordHelp: "At least 12 characters. If you already have a Portal account, enter its current password.",
+        .inviteButton: "Set password",
+        .enrolTitle: "Set up your authenticator",
+        .enrolPrompt: "Add this key to an authenticator app (or scan the QR code), then enter the code it shows.",
+        .enrolKeyLabel: "Key",
+        .enrolQRLabel: "QR code of the key",
+        .enrolCodePrompt: "The 6-digit code from your authenticator app.",
+        .enrolButton: "Finish",
+        .reauthTitle: "Confirm it is you",
+        .reauthPrompt: "This action needs a recent sign-in. Enter your password and a code from your authenticator app.",
+        .reauthButton: "Confirm",
+
+        .appsTitle: "Apps",
+        .searchLabel: "Search apps by name",
+        .searchButton: "Search",
+        .newAppLink: "New app",
+        .appNameColumn: "Name",
+        .appIdColumn: "App id",
+        .productColumn: "Product",
+        .statusColumn: "Status",
+        .createdColumn: "Created",
+        .nextPage: "Next page",
+        .noApps: "No apps to show.",
+        .appsCaption: "Your apps",
+
+        .newAppTitle: "New app",
+        .appNameLabel: "Name",
+        .productLabel: "Product",
+        .productCosyncAuth: "CosyncAuth (password sign-in)",
+        .productAppKey: "AppKey (passkeys)",
+        .createAppButton: "Create app",
+
+        .overviewTitle: "Overview",
+        .overviewLink: "Overview",
+        .settingsLink: "Auth settings",
+        .keysLink: "Keys",
+        .usersLink: "Users",
+        .membersLink: "Members",
+        .appIdLabel: "App id",
+        .productLabelShort: "Product",
+        .statusLabel: "Status",
+        .createdLabel: "Created",
+        .yourRoleLabel: "Your role",
+        .membersCount: "Members",
+        .metadataCount: "Metadata fields",
+        .signupFlowLabelShort: "Signup flow",
+        .settingsTitle: "Auth settings",
+        .signupFlowLabel: "Signup flow",
+        .signupFlowNone: "none: accounts are ready at once",
+        .signupFlowCode: "code: the user confirms a code sent by e-mail",
+        .signupFlowLink: "link: the user confirms a link sent by e-mail",
+        .metadataLabel: "Metadata fields",
+        .metadataHelp: "A JSON array, as the admin API takes it: for example [{\"path\": \"user.firstName\", \"fieldName\": \"First name\", \"required\": true}].",
+        .saveButton: "Save",
+        .settingsSaved: "The settings were saved.",
+        .keysTitle: "Keys",
+        .rawPublicKeyLabel: "Public key (rawPublicKey)",
+        .appTokenLabel: "App token",
+        .appTokenOnce: "This is the only time the app token is shown. Copy it now.",
+        .appSecretLabel: "App secret",
+        .appSecretOnce: "This is the only time the app secret is shown. Copy it now.",
+        .rotateTokenHeading: "Rotate the app token",
+        .rotateTokenHelp: "A new app token replaces the current one. Apps keep working with the old token during the grace period.",
+        .graceLabel: "Grace period (seconds)",
+        .graceHelp: "From 0 (the old token stops at once) to 2592000 (30 days).",
+        .rotateTokenButton: "Rotate app token",
+        .tokenRotated: "The app token was rotated.",
+        .readOnlyNote: "You can view this app but not change it.",
+        .usersTitle: "Users",
+        .userSearchLabel: "Search users by handle or user name",
+        .handleColumn: "Handle",
+        .userNameColumn: "User name",
+        .userStatusColumn: "Status",
+        .lastLoginColumn: "Last sign-in",
+        .noUsers: "No users to show.",
+        .usersCaption: "Users of the app",
+        .userTitle: "User {handle}",
+        .userIdLabel: "User id",
+        .userStatusLabel: "Status",
+        .sessionsHeading: "Sessions",
+        .sessionsCaption: "Signed-in devices",
+        .sessionMethodColumn: "Method",
+        .sessionCreatedColumn: "Started",
+        .sessionLastSeenColumn: "Last seen",
+        .sessionAddressColumn: "Address",
+        .sessionActionColumn: "Action",
+        .revokeButton: "Revoke",
+        .revokeLabel: "Revoke the session started {created}",
+        .noSessions: "This user has no sessions.",
+        .sessionRevoked: "The session was revoked.",
+        .membersTitle: "Members",
+        .membersCaption: "Portal accounts with a role on this app",
+        .memberEmailColumn: "Email",
+        .memberRoleColumn: "Role",
+        .noMembers: "No members yet.",
+        .inviteHeading: "Invite a developer",
+        .inviteEmailLabel: "Email",
+        .inviteRoleLabel: "Role",
+        .roleOwner: "owner",
+        .roleEditor: "editor",
+        .roleViewer: "viewer",
+        .sendInviteButton: "Send invitation",
+        .inviteLinkLabel: "Invitation link",
+        .inviteSent: "The invitation was sent to {email}. You can also pass on this link:",
+
+        .errorTitle: "Something went wrong",
+        .forbiddenTitle: "Not allowed",
+        .forbidden: "You are not allowed to do this.",
+        .notFoundTitle: "Not found",
+        .notFound: "There is nothing here.",
+        .formExpired: "This form has expired. Go back, reload the page and try again.",
+        .cookiesNeeded: "The Portal needs cookies. Allow cookies for this site and try again.",
+        .badRequest: "The request could not be read.",
+        .invalidCredentials: "The email or password is not correct.",
+        .invalidCode: "That code is not correct or has expired.",
+        .locked: "Too many attempts. Try again in {seconds} seconds.",
+        .needsSecondFactor: "This account has no authenticator yet. Open your invitation link again to set it up.",
+        .inviteInvalid: "This invitation link is not valid: it was used already or has expired.",
+        .weakPassword: "{reason}",
+        .passwordsDiffer: "The two passwords are not the same.",
+        .genericError: "Something went wrong. Please try again.",
+        .busy: "The service is busy. Please try again in a moment.",
+        .graceInvalid: "gracePeriodSeconds must be an integer from 0 to 2592000",
+        .metadataNotJSON: "metaData must be a JSON array",
+        .nameRequired: "name is required",
+        .emailRequired: "Enter an email address.",
+        .signedOut: "You are signed out.",
+    ]
+
+    /// The text of `key`, with `{name}` placeholders filled from `fill`.
+    static func text(_ key: Key, _ fill: [String: String] = [:]) -> String {
+        var value = english[key] ?? key.rawValue
+        for (name, replacement) in fill { value = value.replacingOccurrences(of: "{\(name)}", with: replacement) }
+        return value
+    }
+
+    /// Every text by key, for the templates (`{{t.key}}`).
+    static let table: [String: String] = Dictionary(uniqueKeysWithValues: Key.allCases.map { ($0.rawValue, text($0)) })
+}
