@@ -353,6 +353,76 @@ struct PortalAccountTests {
         #expect(try await portal.role(of: dev.session, appId: appA) == nil)
     }
 
+    @Test("an app owner's invite cannot take over a half-set-up account (password set, authenticator never confirmed), nor an operator's")
+    func inviteCannotTakeOverHalfSetUpAccount() async throws {
+        let portal = try await TestEnvironment.services().portal
+        let operatorMember = try await Self.newOperator()
+        let appA = try await Self.newApp("portal-takeover-\(Secrets.hexIdentifier().prefix(8))")
+        let ownerEmail = Self.email("owner")
+        let owner = try await Self.enrol(
+            code: try await portal.invite(email: ownerEmail, isOperator: false, appId: appA, role: .owner, by: operatorMember.session),
+            email: ownerEmail)
+
+        // Alice gets the operator recovery invite, sets her password, and stops before the enrolment.
+        let alice = Self.email("alice")
+        let alicePending = try #require(try await portal.acceptInvite(code: try await portal.bootstrapOperator(email: alice), password: Self.password))
+        #expect(alicePending.account.isOperator && !alicePending.account.totpEnabled)
+        let before = try #require(try await TestEnvironment.value(
+            "SELECT password_hash || encode(totp_secret_sealed, 'hex') FROM portal_accounts WHERE email = \(alice)", as: String.self))
+
+        // The owner of A invites alice as a viewer, opens the link itself and sets its own password: refused.
+        let code = try await portal.invite(email: alice, isOperator: false, appId: appA, role: .viewer, by: owner.session)
+        await Self.expectError(.invalidCredentials) {
+            _ = try await portal.acceptInvite(code: code, password: "the owner's own password", address: "198.51.100.40")
+        }
+        // Nothing of alice's changed, and she got no role; the invite still waits for her.
+        #expect(try await TestEnvironment.value(
+            "SELECT password_hash || encode(totp_secret_sealed, 'hex') FROM portal_accounts WHERE email = \(alice)", as: String.self)
+            == before)
+        #expect(try await portal.members(appId: appA).map(\.email).contains(alice) == false)
+        #expect(try await portal.inviteEmail(code: code) == alice)
+
+        // With her own password the invite adds the role and changes nothing else; her sign-in leads to the enrolment.
+        #expect(try await portal.acceptInvite(code: code, password: Self.password) == nil)
+        #expect(try await portal.members(appId: appA).contains { $0.email == alice && $0.role == .viewer })
+        guard case .enrol(let enrolment) = try await portal.signIn(email: alice, password: Self.password) else {
+            Issue.record("expected the enrolment"); return
+        }
+        let signedIn = try await portal.confirmTOTP(ticket: enrolment.ticket, code: Self.code(enrolment.totpSecret))
+        #expect(signedIn.session.account.isOperator && signedIn.session.account.email == alice)
+
+        // The recovery invite of the portal-operator command still resets the credentials (and ends the sessions).
+        let recovered = try #require(try await portal.acceptInvite(code: try await portal.bootstrapOperator(email: alice), password: "a brand new passphrase"))
+        #expect(recovered.account.id == enrolment.account.id && !recovered.account.totpEnabled)
+        #expect(try await portal.session(cookie: signedIn.cookie) == nil)
+    }
+
+    @Test("accepting an invite with a password that breaks the rule answers the same for an existing and a new account")
+    func inviteAnswersDoNotTellAccountsApart() async throws {
+        let portal = try await TestEnvironment.services().portal
+        let operatorMember = try await Self.newOperator()
+        let appA = try await Self.newApp("portal-enum-\(Secrets.hexIdentifier().prefix(8))")
+        let existing = Self.email("existing")
+        _ = try await Self.enrol(
+            code: try await portal.invite(email: existing, isOperator: false, appId: appA, role: .viewer, by: operatorMember.session),
+            email: existing)
+        let fresh = Self.email("fresh")
+        let toExisting = try await portal.invite(email: existing, isOperator: false, appId: appA, role: .editor, by: operatorMember.session)
+        let toFresh = try await portal.invite(email: fresh, isOperator: false, appId: appA, role: .editor, by: operatorMember.session)
+        for (code, email) in [(toExisting, existing), (toFresh, fresh)] {
+            await Self.expectError(.weakPassword("The password must have at least 12 characters.")) {
+                _ = try await portal.acceptInvite(code: code, password: "short")
+            }
+            await Self.expectError(.weakPassword("Choose a password that is harder to guess.")) {
+                _ = try await portal.acceptInvite(code: code, password: email)
+            }
+            await Self.expectError(.weakPassword("The password is too long.")) {
+                _ = try await portal.acceptInvite(code: code, password: String(repeating: "ab", count: 600))
+            }
+            #expect(try await portal.inviteEmail(code: code) == email)
+        }
+    }
+
     @Test("portal_roles.role admits exactly the PortalRole cases, portal_tickets.kind the two ticket kinds")
     func roleColumn() async throws {
         #expect(try await EnumColumnTests.admitted("portal_roles", "role") == Set(PortalRole.allCases.map(\.rawValue)))

@@ -209,12 +209,18 @@ public final class PortalAccounts: Sendable {
 
     /// Accepts an invite with `password`.
     ///
-    /// - A new account (or one whose enrolment was never confirmed, or any account for the
-    ///   `portal-operator` recovery invite): the password is set, the role or operator flag given, and a
-    ///   new TOTP secret returned to enrol (`confirmTOTP`); the account cannot sign in before that.
-    /// - An account that already signs in: `password` must be its current password (checked under the
-    ///   sign-in limits; it is not changed), the role is added, and nil is returned: sign in as usual.
-    ///   Whoever holds an invite code cannot take over an existing account with it.
+    /// - The password rule is checked first, whatever the account: a password that breaks it gets the
+    ///   same answer (`weakPassword`) for a new and an existing account, so the answer does not tell
+    ///   whether the address has an account.
+    /// - A new account (no password yet), or any account for the `portal-operator` recovery invite: the
+    ///   password is set, the role or operator flag given, and a new TOTP secret returned to enrol
+    ///   (`confirmTOTP`); the account cannot sign in before that.
+    /// - An account with a password, enrolled or not: `password` must be its current password (checked
+    ///   under the sign-in limits; it is not changed), the role is added, and nil is returned: sign in as
+    ///   usual (an account that never finished its enrolment is led to it by the sign-in). Whoever holds
+    ///   an invite code (an app's owner who invited the address, say) cannot replace the credentials of
+    ///   an account, even a half-set-up one, and so cannot take over its roles or operator flag; only the
+    ///   recovery invite of the `portal-operator` command (run on the server) resets them.
     public func acceptInvite(code: String, password: String, address: String? = nil) async throws -> PortalEnrolment? {
         guard let hash = Self.secretHash(code) else { throw PortalError.inviteInvalid }
         let (invite, existing) = try await client.withConnection { db -> (PortalStore.InviteRow?, PortalStore.AccountRow?) in
@@ -223,7 +229,8 @@ public final class PortalAccounts: Sendable {
         }
         guard let invite else { throw PortalError.inviteInvalid }
         let actor = "portal:\(invite.email)"
-        if let existing, existing.totpEnabled, existing.passwordHash != nil, !invite.resets {
+        try Self.checkPasswordRule(password, email: invite.email)
+        if let existing, existing.passwordHash != nil, !invite.resets {
             guard try await checkPassword(password, of: existing, address: address, action: "portal.invite.accept") else {
                 throw PortalError.invalidCredentials
             }
@@ -234,7 +241,6 @@ public final class PortalAccounts: Sendable {
             }
             return nil
         }
-        try Self.checkPasswordRule(password, email: invite.email)
         // Hashed before the transaction (bcrypt takes a while); only a live invite gets this far.
         let passwordHash = try await hasher.hash(md5Hex: Self.preHash(password), tenant: "portal")
         let secret = TOTP.newSecret()
@@ -242,8 +248,9 @@ public final class PortalAccounts: Sendable {
         let account = try await client.transaction(logger: logger) { db -> PortalStore.AccountRow in
             guard let used = try await PortalStore.useInvite(db, codeHash: hash, logger: logger) else { throw PortalError.inviteInvalid }
             let row = try await PortalStore.lockOrCreateAccount(db, email: used.email, logger: logger)
-            if row.totpEnabled, row.passwordHash != nil, !used.resets {
-                // It became enrolled since the check above: this code is for signing in with that password.
+            if row.passwordHash != nil, !used.resets {
+                // It got a password since the check above (a concurrent accept): this code is for adding
+                // the role with that password, never for replacing it.
                 throw PortalError.conflict("This account already exists: open the link again and enter its password.")
             }
             let sealed = try box.seal(Data(secret), purpose: .portalTOTP(accountId: row.id))
