@@ -70,13 +70,22 @@ extension PortalRoutes {
                 let created = try await services.apps.create(input, actor: visitor.actor)
                 var fields = ["kind": "created", "appId": created.app.appId, "secret": created.appSecret]
                 if let token = created.app.appToken { fields["token"] = token }
-                guard let sealed = sealer.seal(fields) else { throw Stop.badRequest }
-                return PortalPages.redirect("/portal/apps/\(created.app.appId)/keys", cookies: [cookies.set(cookies.onceName, sealed, maxAge: 900)])
+                return try showOnce(visitor, fields, on: "/portal/apps/\(created.app.appId)/keys")
             } catch {
                 guard let (text, status) = Self.formError(error) else { throw error }
                 return newAppForm(visitor, name: name, product: product, error: text, status: status)
             }
         }
+    }
+
+    /// To `location`, with `fields` (a new app token or secret) sealed for this session alone, for
+    /// `PortalSealer.showOnceLifetime` (see `PortalSealer`).
+    func showOnce(_ visitor: Visitor, _ fields: [String: String], on location: String) throws -> Response {
+        var bound = fields
+        bound["sid"] = visitor.session.id.uuidString.lowercased()
+        let lifetime = PortalSealer.showOnceLifetime
+        guard let sealed = sealer.seal(bound, lifetime: TimeInterval(lifetime)) else { throw Stop.badRequest }
+        return PortalPages.redirect(location, cookies: [cookies.set(cookies.onceName, sealed, maxAge: lifetime)])
     }
 
     // MARK: one app
@@ -180,7 +189,7 @@ extension PortalRoutes {
     ) async throws -> Response {
         let view = try await services.apps.view(app: app)
         var values: [String: Any] = [
-            "canEdit": role != .viewer, "csrf": csrf.token(bound: visitor.cookie, purpose: "rotate-token:" + app.appId),
+            "canEdit": role == .owner, "csrf": csrf.token(bound: visitor.cookie, purpose: "rotate-token:" + app.appId),
             "rawPublicKey": view.rawPublicKey ?? "", "grace": grace,
         ]
         var notice: String?
@@ -193,17 +202,22 @@ extension PortalRoutes {
     }
 
     /// `GET /portal/apps/{appId}/keys`: after a creation or a rotation, the new token once (the
-    /// hand-over cookie, cleared here).
+    /// hand-over cookie): only to the session that made it, with the owner role (an operator's too),
+    /// for this app. Any hand-over cookie this page receives is cleared here, shown or not (an
+    /// enrolment's excepted: it belongs to a browser not signed in yet).
     func keysPage(_ request: Request, appId: String) async -> Response {
         await signedIn(request) { visitor in
             let (app, role) = try await access(visitor, appId: appId)
             var shown: [String: String]?
             var clear: [String] = []
-            if let fields = sealer.open(PortalCookies.value(request, cookies.onceName)), fields["appId"] == app.appId,
-                fields["kind"] == "created" || fields["kind"] == "rotated"
-            {
-                shown = fields
-                clear = [cookies.clear(cookies.onceName)]
+            if let raw = PortalCookies.value(request, cookies.onceName) {
+                let fields = sealer.open(raw)
+                if fields?["kind"] != "enrol" { clear = [cookies.clear(cookies.onceName)] }
+                if let fields, fields["kind"] == "created" || fields["kind"] == "rotated", fields["appId"] == app.appId,
+                    fields["sid"] == visitor.session.id.uuidString.lowercased(), role == .owner
+                {
+                    shown = fields
+                }
             }
             var response = try await keysForm(visitor, app: app, role: role, shown: shown)
             for cookie in clear { response.headers.append(HTTPField(name: .setCookie, value: cookie)) }
@@ -211,12 +225,13 @@ extension PortalRoutes {
         }
     }
 
-    /// `POST /portal/apps/{appId}/keys/rotate-token`: needs a fresh sign-in; the grace period is checked
+    /// `POST /portal/apps/{appId}/keys/rotate-token` (owners, operators): needs a fresh sign-in; the grace period is checked
     /// as the admin API checks `gracePeriodSeconds`.
     func rotateToken(_ request: Request, appId: String) async -> Response {
         await signedInPost(request, purpose: "rotate-token:" + appId) { visitor, form in
             let (app, role) = try await access(visitor, appId: appId)
-            guard role != .viewer else { throw Stop.forbidden }
+            // The app token gives the whole admin API of the app: owners (and operators) only.
+            guard role == .owner else { throw Stop.forbidden }
             guard visitor.isFresh else { throw Stop.reauth(next: "/portal/apps/\(app.appId)/keys") }
             let raw = (form["graceSeconds"] ?? "").trimmingCharacters(in: .whitespaces)
             let grace = raw.isEmpty ? 0 : Int(raw)
@@ -224,8 +239,7 @@ extension PortalRoutes {
                 return try await keysForm(visitor, app: app, role: role, grace: raw, error: PortalText.text(.graceInvalid), status: .badRequest)
             }
             let rotation = try await services.apps.rotateAppToken(app: app, graceSeconds: grace, actor: visitor.actor)
-            guard let sealed = sealer.seal(["kind": "rotated", "appId": app.appId, "token": rotation.appToken]) else { throw Stop.badRequest }
-            return PortalPages.redirect("/portal/apps/\(app.appId)/keys", cookies: [cookies.set(cookies.onceName, sealed, maxAge: 900)])
+            return try showOnce(visitor, ["kind": "rotated", "appId": app.appId, "token": rotation.appToken], on: "/portal/apps/\(app.appId)/keys")
         }
     }
 
@@ -310,6 +324,8 @@ extension PortalRoutes {
         if let inviteLink {
             values["inviteLink"] = inviteLink
             values["inviteSent"] = PortalText.text(.inviteSent, ["email": invitedEmail ?? ""])
+        } else if let invitedEmail {
+            values["inviteSent"] = PortalText.text(.inviteEmailed, ["email": invitedEmail])
         }
         return appPage(visitor, app: app, current: "members", heading: .membersTitle, template: "members", values: values, error: error, status: status)
     }
@@ -321,8 +337,8 @@ extension PortalRoutes {
         }
     }
 
-    /// `POST /portal/apps/{appId}/members` (owners, operators): invites by e-mail; the page then shows
-    /// the invitation link too.
+    /// `POST /portal/apps/{appId}/members` (owners, operators): invites by e-mail; to an operator the
+    /// page then shows the invitation link too.
     func invite(_ request: Request, appId: String) async -> Response {
         await signedInPost(request, purpose: "invite:" + appId) { visitor, form in
             let (app, role) = try await access(visitor, appId: appId)
@@ -335,7 +351,10 @@ extension PortalRoutes {
             guard let chosen = PortalRole(rawValue: form["role"] ?? "") else { throw Stop.badRequest }
             do {
                 let code = try await services.portal.invite(email: email, isOperator: false, appId: app.appId, role: chosen, by: visitor.session)
-                return try await membersForm(visitor, app: app, role: role, inviteLink: services.portal.inviteLink(code: code), invitedEmail: email)
+                // The link is the invitee's credential: an owner is told the e-mail went out; only an
+                // operator sees the link (to pass on when mail does not arrive).
+                let link = visitor.session.account.isOperator ? services.portal.inviteLink(code: code) : nil
+                return try await membersForm(visitor, app: app, role: role, inviteLink: link, invitedEmail: email)
             } catch {
                 guard let (text, status) = Self.formError(error) else { throw error }
                 return try await membersForm(visitor, app: app, role: role, email: email, invitedRole: chosen, error: text, status: status)

@@ -332,7 +332,7 @@ enum PortalPages {
             </form>
             </section>
             {{/canEdit}}
-            {{^canEdit}}<p class="notice">{{t.readOnlyNote}}</p>{{/canEdit}}
+            {{^canEdit}}<p class="notice">{{t.keysOwnerOnly}}</p>{{/canEdit}}
             """,
         "users": """
             <form method="get" action="/portal/apps/{{appId}}/users" role="search" class="search">
@@ -368,13 +368,15 @@ enum PortalPages {
             {{^sessions}}<p>{{t.noSessions}}</p>{{/sessions}}
             """,
         "members": """
-            {{#inviteLink}}
+            {{#inviteSent}}
             <div class="once" role="status">
-            <p>{{inviteSent}}</p>
+            <p id="invite-sent">{{inviteSent}}</p>
+            {{#inviteLink}}
             <p class="label" id="invite-link-label">{{t.inviteLinkLabel}}</p>
             <p><code id="invite-link" class="copyable wrap">{{inviteLink}}</code></p>
-            </div>
             {{/inviteLink}}
+            </div>
+            {{/inviteSent}}
             <h2 id="members-heading">{{t.membersCaption}}</h2>
             <ul id="members" aria-labelledby="members-heading">
             {{#members}}<li><span class="member-email">{{email}}</span> <span class="member-role">{{role}}</span></li>

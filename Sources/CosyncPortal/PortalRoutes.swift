@@ -61,6 +61,9 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
     }
 
     public func register(on router: Router<Context>) {
+        // Router middleware also wraps the router's not-found answer (whatever the order it was added
+        // in), so unknown /portal paths and methods a page lacks get the Portal's 404 and headers too.
+        router.add(middleware: PortalHeadersMiddleware(routes: self))
         router.get("portal/assets/portal.css") { _, _ in Self.asset(PortalAssets.stylesheet, type: "text/css; charset=utf-8") }
         router.get("portal/assets/portal.js") { _, _ in Self.asset(PortalAssets.script, type: "text/javascript; charset=utf-8") }
 
@@ -275,5 +278,34 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
     static func date(_ date: Date?) -> String {
         guard let date else { return "" }
         return ISO8601.milliseconds(date).prefix(16).replacingOccurrences(of: "T", with: " ") + " UTC"
+    }
+}
+
+/// Every answer under `/portal` carries `PortalHeaders.security()`: the pages set them already; this
+/// adds any that are missing (the assets keep their own Cache-Control) and answers what no route
+/// handles (an unknown path, a method a page lacks) with the Portal's own 404 page. Other paths pass
+/// through untouched.
+struct PortalHeadersMiddleware<Context: PortalRequestContext>: RouterMiddleware {
+    let routes: PortalRoutes<Context>
+
+    static func isPortal(_ path: String) -> Bool { path == "/portal" || path.hasPrefix("/portal/") }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard Self.isPortal(request.uri.path) else { return try await next(request, context) }
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response =
+                error.status == .notFound
+                ? routes.message(.notFound, title: .notFoundTitle, status: .notFound)
+                : routes.message(error.status.code < 500 ? .badRequest : .genericError, status: error.status)
+        } catch {
+            response = routes.message(.genericError, status: .internalServerError)
+        }
+        for field in PortalHeaders.security() where response.headers[field.name] == nil {
+            response.headers.append(field)
+        }
+        return response
     }
 }

@@ -11,8 +11,9 @@ import Hummingbird
 /// - The browser key: `__Host-cosync-portal-browser`, 256 random bits that the forms shown before
 ///   sign-in (sign-in, code, invite, enrolment) bind their CSRF token to.
 /// - The hand-over: `__Host-cosync-portal-once`, sealed with AES-GCM under a key derived from the
-///   master key, carries a value from a POST to the page it redirects to (the TOTP key to enrol, an app
-///   token shown once), for at most 15 minutes; the page clears it.
+///   master key, carries a value from a POST to the page it redirects to: the enrolment ticket (before
+///   sign-in, 30 minutes), or a new app token and secret to show once (`PortalSealer.showOnceLifetime`,
+///   bound to the session that made them; the page that shows them clears it, and so does sign-out).
 ///
 /// When the public URL is `http://` on a loopback host (development, tests), cookies cannot be Secure
 /// and browsers refuse the `__Host-` prefix without it: the names then lose the prefix and Secure
@@ -73,8 +74,19 @@ struct PortalCSRF: Sendable {
 }
 
 /// The hand-over cookie's contents: AES-GCM under a key derived from the master key, with an expiry.
+///
+/// A value shown once (an app token, an app secret) is sealed with the id of the session that made it
+/// (`sid`) and lives `showOnceLifetime`; the keys page shows it only to that session, with the owner
+/// role, and clears the cookie in the same answer; sign-out clears it too. There is no server-side list
+/// of used cookies: a replay needs both this cookie and that session's cookie (both HttpOnly and
+/// SameSite=Strict, so in practice the same browser) within two minutes, and signing out ends the
+/// session server-side, after which the cookie opens nothing. A used-nonce table would add a write per
+/// rotation for little more than that; the binding, the short life and the clearing were chosen instead.
 struct PortalSealer: Sendable {
     let key: SymmetricKey
+
+    /// How long a value to show once waits for its page (the redirect follows at once).
+    static let showOnceLifetime = 120
 
     init(box: SecretBox) {
         key = box.derivedKey(label: "portal-once-cookie")
@@ -191,12 +203,14 @@ enum PortalForm {
     }
 
     /// Where a re-authentication may send the browser back to: a path of the Portal on this server,
-    /// never another origin (`//host`, `/\host`, a scheme), never a dot segment.
+    /// never another origin (`//host`, `/\host`, a scheme), never a dot segment, no `%` in the path.
     static func localPortalPath(_ next: String?) -> String? {
         guard let next, next.utf8.count <= 512, next == "/portal" || next.hasPrefix("/portal/") || next.hasPrefix("/portal?") else { return nil }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-_.~?=&%+".utf8)
         guard next.utf8.allSatisfy({ allowed.contains($0) }), !next.contains("//") else { return nil }
         let path = next.split(separator: "?", maxSplits: 1).first ?? ""
+        // No percent-encoding in the path: `%2e%2e` is a dot segment once a client or proxy decodes it.
+        guard !path.contains("%"), !path.contains("\\") else { return nil }
         guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else { return nil }
         return next
     }

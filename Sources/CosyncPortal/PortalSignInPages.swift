@@ -202,6 +202,7 @@ extension PortalRoutes {
             return stopped(Stop.formExpired, visitor: nil)
         }
         do { try await services.portal.signOut(cookie: cookie) } catch { return stopped(error, visitor: nil) }
-        return PortalPages.redirect("/portal/sign-in", cookies: [cookies.clear(cookies.sessionName)])
+        // The hand-over cookie goes too: a value shown once never outlives the session it was for.
+        return PortalPages.redirect("/portal/sign-in", cookies: [cookies.clear(cookies.sessionName), cookies.clear(cookies.onceName)])
     }
 }

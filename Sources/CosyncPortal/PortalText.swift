@@ -23,12 +23,12 @@ enum PortalText {
         case appIdLabel, productLabelShort, statusLabel, createdLabel, yourRoleLabel, membersCount, metadataCount, signupFlowLabelShort
         case settingsTitle, signupFlowLabel, signupFlowNone, signupFlowCode, signupFlowLink, metadataLabel, metadataHelp, saveButton, settingsSaved
         case keysTitle, rawPublicKeyLabel, appTokenLabel, appTokenOnce, appSecretLabel, appSecretOnce, rotateTokenHeading, rotateTokenHelp
-        case graceLabel, graceHelp, rotateTokenButton, tokenRotated, readOnlyNote
+        case graceLabel, graceHelp, rotateTokenButton, tokenRotated, readOnlyNote, keysOwnerOnly
         case usersTitle, userSearchLabel, handleColumn, userNameColumn, userStatusColumn, lastLoginColumn, noUsers, usersCaption
         case userTitle, userIdLabel, userStatusLabel, sessionsHeading, sessionsCaption, sessionMethodColumn, sessionCreatedColumn
         case sessionLastSeenColumn, sessionAddressColumn, sessionActionColumn, revokeButton, revokeLabel, noSessions, sessionRevoked
         case membersTitle, membersCaption, memberEmailColumn, memberRoleColumn, noMembers, inviteHeading, inviteEmailLabel
-        case inviteRoleLabel, roleOwner, roleEditor, roleViewer, sendInviteButton, inviteLinkLabel, inviteSent
+        case inviteRoleLabel, roleOwner, roleEditor, roleViewer, sendInviteButton, inviteLinkLabel, inviteSent, inviteEmailed
         // Refusals and errors
         case errorTitle, forbiddenTitle, forbidden, notFoundTitle, notFound, formExpired, cookiesNeeded, badRequest
         case invalidCredentials, invalidCode, locked, needsSecondFactor, inviteInvalid, weakPassword, passwordsDiffer
@@ -128,6 +128,7 @@ enum PortalText {
         .rotateTokenButton: "Rotate app token",
         .tokenRotated: "The app token was rotated.",
         .readOnlyNote: "You can view this app but not change it.",
+        .keysOwnerOnly: "Only the app's owners can rotate its keys.",
         .usersTitle: "Users",
         .userSearchLabel: "Search users by handle or user name",
         .handleColumn: "Handle",
@@ -164,6 +165,7 @@ enum PortalText {
         .sendInviteButton: "Send invitation",
         .inviteLinkLabel: "Invitation link",
         .inviteSent: "The invitation was sent to {email}. You can also pass on this link:",
+        .inviteEmailed: "An invitation e-mail was sent to {email}.",
 
         .errorTitle: "Something went wrong",
         .forbiddenTitle: "Not allowed",

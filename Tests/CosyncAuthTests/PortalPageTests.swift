@@ -1,4 +1,5 @@
 import CosyncAuth
+import Crypto
 import Foundation
 import HTTPTypes
 import Testing
@@ -397,6 +398,153 @@ struct PortalPageTests {
                 [("ticket", String(ticket)), ("code", TOTP.code(secret: secret, step: step + 1)), ("csrf", try #require(Self.csrf(step1.text)))])
             #expect(step2.status == .seeOther && step2.headers[.location] == "/portal", "\(step2.status) \(step2.text)")
             #expect(try await fresh.get("/portal").status == .ok)
+        }
+    }
+
+    /// A hand-over cookie as the server seals one (the tests hold the master key).
+    static func forgedOnce(_ fields: [String: String], lifetime: TimeInterval = 120) throws -> String {
+        let box = try SecretBox(masterKey: TestEnvironment.masterKey)
+        var all = fields
+        all["exp"] = String(Int(Date().timeIntervalSince1970 + lifetime))
+        let sealed = try AES.GCM.seal(try JSONEncoder().encode(all), using: box.derivedKey(label: "portal-once-cookie"))
+        return Base64URL.encode(try #require(sealed.combined))
+    }
+
+    @Test("the token shown once: bound to the session that made it, short-lived, cleared when shown and at sign-out, never to a viewer")
+    func showOnceBound() async throws {
+        let (operatorSession, operatorCookie) = try await Self.account(operator: true)
+        let (_, strangerCookie) = try await Self.account(operator: true)
+        try await TestEnvironment.withLiveServer { api in
+            let browser = Browser(api: api, session: operatorCookie)
+            let form = try await browser.get("/portal/apps/new")
+            let created = try await browser.post(
+                "/portal/apps/new",
+                [("name", "Portal once " + Secrets.hexIdentifier().prefix(6)), ("product", "cosyncAuth"),
+                 ("csrf", try #require(Self.csrf(form.text, after: "/portal/apps/new")))])
+            #expect(created.status == .seeOther)
+            let location = try #require(created.headers[.location])
+            let appId = try #require(location.split(separator: "/").dropLast().last.map(String.init))
+            let setCookie = try #require(created.headers[values: .setCookie].first { $0.hasPrefix("cosync-portal-once=") })
+            let maxAge = try #require(setCookie.range(of: "Max-Age=").map { Int(setCookie[$0.upperBound...].prefix { $0.isNumber }) ?? 0 })
+            #expect(maxAge > 0 && maxAge <= 120, "the hand-over cookie lives \(maxAge) s")
+            let captured = try #require(browser.cookies["cosync-portal-once"])
+
+            // Another account's session with the captured cookie: nothing shown, and the cookie is cleared.
+            let stranger = Browser(api: api, session: strangerCookie)
+            stranger.cookies["cosync-portal-once"] = captured
+            let strangerKeys = try await stranger.get(location)
+            #expect(strangerKeys.status == .ok && !strangerKeys.text.contains("id=\"app-token\"") && !strangerKeys.text.contains("id=\"app-secret\""))
+            #expect(stranger.cookies["cosync-portal-once"] == nil, "the keys page clears a hand-over cookie it does not show")
+
+            // Its own session: shown once, cleared in the same answer.
+            let keys = try await browser.get(location)
+            #expect(Self.text(keys.text, id: "app-token")?.isEmpty == false)
+            #expect(browser.cookies["cosync-portal-once"] == nil)
+            #expect(try await browser.get(location).text.contains("id=\"app-token\"") == false)
+
+            // A viewer never sees one, even with a cookie sealed for its own session.
+            let (viewerSession, viewerCookie) = try await Self.account(appId: appId, role: .viewer, by: operatorSession)
+            let viewer = Browser(api: api, session: viewerCookie)
+            viewer.cookies["cosync-portal-once"] = try Self.forgedOnce(
+                ["kind": "rotated", "appId": appId, "token": "forged-token-value", "sid": viewerSession.id.uuidString.lowercased()])
+            let viewerKeys = try await viewer.get(location)
+            #expect(viewerKeys.status == .ok && !viewerKeys.text.contains("forged-token-value"))
+
+            // Sign-out clears the cookie; the captured one then opens nothing (its session is gone).
+            browser.cookies["cosync-portal-once"] = captured
+            let home = try await browser.get("/portal")
+            let signOut = try #require(Self.csrf(home.text, after: "id=\"sign-out\""))
+            let out = try await browser.post("/portal/sign-out", [("csrf", signOut)])
+            #expect(out.status == .seeOther)
+            #expect(out.headers[values: .setCookie].contains { $0.hasPrefix("cosync-portal-once=;") && $0.contains("Max-Age=0") })
+            let replay = Browser(api: api, session: operatorCookie)
+            replay.cookies["cosync-portal-once"] = captured
+            let after = try await replay.get(location)
+            #expect(after.status == .seeOther && !after.text.contains("id=\"app-token\""))
+        }
+    }
+
+    @Test("keys are the owners': an editor gets no rotate form and a forged rotation answers 403; editors keep settings; owners see no invite link")
+    func keysOwnerOnly() async throws {
+        let (operatorSession, _) = try await Self.account(operator: true)
+        try await TestEnvironment.withLiveServer { api in
+            let appId = try await api.createApp("Portal keys owners").string("appId")
+            let (_, editorCookie) = try await Self.account(appId: appId, role: .editor, by: operatorSession)
+            let (_, ownerCookie) = try await Self.account(appId: appId, role: .owner, by: operatorSession)
+            let before = try await TestEnvironment.value("SELECT encode(t.token_hash, 'hex') FROM app_tokens t JOIN apps a ON a.id = t.app_ref WHERE a.app_id = \(appId) AND t.expires_at IS NULL", as: String.self)
+
+            let editor = Browser(api: api, session: editorCookie)
+            let keys = try await editor.get("/portal/apps/\(appId)/keys")
+            #expect(keys.status == .ok && !keys.text.contains("rotate-token-submit") && keys.text.contains("id=\"raw-public-key\""))
+            let forged = try await editor.post(
+                "/portal/apps/\(appId)/keys/rotate-token",
+                [("graceSeconds", "0"), ("csrf", try Self.forgedToken(cookie: editorCookie, purpose: "rotate-token:\(appId)"))])
+            #expect(forged.status == .forbidden, "\(forged.status)")
+            let unchanged = try await TestEnvironment.value("SELECT encode(t.token_hash, 'hex') FROM app_tokens t JOIN apps a ON a.id = t.app_ref WHERE a.app_id = \(appId) AND t.expires_at IS NULL", as: String.self)
+            #expect(unchanged == before, "the editor's POST rotated nothing")
+            let settings = try await editor.get("/portal/apps/\(appId)/settings")
+            let saved = try await editor.post(
+                "/portal/apps/\(appId)/settings",
+                [("signupFlow", "none"), ("metadataFields", "[]"), ("csrf", try #require(Self.csrf(settings.text, after: "/settings\"")))])
+            #expect(saved.status == .ok && !saved.text.contains("id=\"form-error\""), "an editor still saves settings")
+
+            let owner = Browser(api: api, session: ownerCookie)
+            let ownerKeys = try await owner.get("/portal/apps/\(appId)/keys")
+            let rotated = try await owner.post(
+                "/portal/apps/\(appId)/keys/rotate-token",
+                [("graceSeconds", "0"), ("csrf", try #require(Self.csrf(ownerKeys.text, after: "id=\"rotate-token\"")))])
+            #expect(rotated.status == .seeOther, "\(rotated.status)")
+            #expect(Self.text(try await owner.get("/portal/apps/\(appId)/keys").text, id: "app-token")?.isEmpty == false)
+
+            // An owner's invitation: the e-mail is said to be sent; the link (the invitee's credential) is not shown.
+            let members = try await owner.get("/portal/apps/\(appId)/members")
+            let invited = try await owner.post(
+                "/portal/apps/\(appId)/members",
+                [("email", Self.unique("owner-invitee")), ("role", "viewer"), ("csrf", try #require(Self.csrf(members.text, after: "id=\"invite-heading\"")))])
+            #expect(invited.status == .ok && invited.text.contains("id=\"invite-sent\"") && !invited.text.contains("id=\"invite-link\""))
+            #expect(!invited.text.contains("/portal/invite/"))
+        }
+    }
+
+    @Test("reauth's next refuses percent-encoded and backslash paths (encoded dot segments leave /portal)")
+    func reauthNextEncoded() async throws {
+        let (_, cookie) = try await Self.account(operator: true)
+        try await TestEnvironment.withLiveServer { api in
+            let browser = Browser(api: api, session: cookie)
+            for next in ["/portal/%2e%2e/admin/v1/openapi.json", "/portal/%2E%2E/%2e%2e/healthz", "/portal/.%2e/admin", "/portal/%2fevil",
+                         "/portal/\\..\\admin"] {
+                let page = try await browser.get("/portal/reauth?next=" + Self.encode(next))
+                #expect(page.status == .ok)
+                #expect(page.text.contains("name=\"next\" value=\"/portal\""), "\(next) was kept")
+            }
+            // A query may still carry percent-encoding.
+            let page = try await browser.get("/portal/reauth?next=" + Self.encode("/portal?q=a%20b"))
+            #expect(page.text.contains("name=\"next\" value=\"/portal?q=a%20b\""))
+        }
+    }
+
+    @Test("answers the Portal does not render itself (unknown paths, missing methods) carry the strict headers too")
+    func headersEverywhere() async throws {
+        let (_, cookie) = try await Self.account(operator: true)
+        try await TestEnvironment.withLiveServer { api in
+            let session: HTTPFields = [.cookie: "cosync-portal=\(cookie)"]
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/portal/nope"), (.get, "/portal/sign-out"), (.put, "/portal/sign-in"), (.delete, "/portal"),
+                (.get, "/portal//apps"), (.get, "/portal/apps/x/nope/deeper"), (.patch, "/portal/apps/new"), (.post, "/portal/assets/portal.css"),
+            ] {
+                for headers in [HTTPFields(), session] {
+                    let reply = try await api.call(method, path, token: nil, body: method == .get ? nil : "x", headers: headers)
+                    #expect(reply.status == .notFound, "\(method) \(path): \(reply.status)")
+                    Self.expectSecure(reply, "\(method) \(path)")
+                    #expect(reply.headers[.contentType]?.hasPrefix("text/html") == true, "\(method) \(path): the Portal's own page")
+                }
+            }
+            // The assets keep their caching and get the other headers.
+            let css = try await api.call(.get, "/portal/assets/portal.css", token: nil)
+            #expect(css.headers[.cacheControl] == "public, max-age=3600" && css.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
+            // Other paths are untouched.
+            let other = try await api.call(.get, "/no-such-path", token: nil)
+            #expect(other.headers[HTTPField.Name("Content-Security-Policy")!] == nil)
         }
     }
 }

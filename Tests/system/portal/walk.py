@@ -6,15 +6,17 @@ The walk (each account in a browser profile of its own):
   1. The operator accepts its invite (sets a password, enrols TOTP from the key the page shows in #totp-key; codes
      computed here, RFC 6238), signs out and signs in again with password + TOTP. It creates the walk app (reads
      #app-token once), an app no developer is given, and a fuzz target app; sets the walk app's signup flow to
-     `none` (so an end user's signup signs in at once) and invites a developer as editor and a viewer (the links
-     are read from #invite-link).
-  2. An end user signs up through the end-user API (a session).
+     `none` (so an end user's signup signs in at once). An end user signs up through the end-user API (a
+     session). The operator proves itself again (/portal/reauth), rotates the app token with no grace (the new
+     one shown once in #app-token), and the old token stops (GET /api/appuser/getApplication) while the new one
+     works. It invites a developer as editor and a viewer (the links are read from #invite-link: an operator's
+     members page shows it; an owner's only says the e-mail went out).
+  2. (The end user's signup is part of 1.)
   3. The developer accepts, enrols, signs in; sees only its app; sets the signup flow to `code` and adds a
      metadata field (a refused field first: the API's message in #form-error); a new signup through the end-user
-     API then waits for its code. It proves itself again (/portal/reauth), rotates the app token with no grace,
-     and the old token stops (GET /api/appuser/getApplication) while the new one works. The end user logs in
-     again (a second session); the developer finds the user and revokes one session: that token answers 405 from
-     /api/appuser/getUser, the other still 200.
+     API then waits for its code. Its keys page has no rotate form and its forged rotation answers 403 (keys are
+     the owners'). The end user logs in again (a second session); the developer finds the user and revokes one
+     session: that token answers 405 from /api/appuser/getUser, the other still 200.
   4. Refusals: the viewer's pages have no change controls and its forged POSTs (its cookie, a valid csrf from
      another page) answer 403 and change nothing; a POST without csrf (or with a wrong one) answers 403; the
      developer gets 404 for the app it has no role on (and for an app that does not exist).
@@ -620,6 +622,38 @@ def walk(args, world):
     if end_user.get_user(access1) != 200:
         raise CheckFailed("getUser with the signup's access token is not 200")
 
+    # The keys (owners and operators only): a fresh sign-in first (the page itself), then the rotation without grace.
+    op.get(f"/portal/apps/{app_id}/keys", "keys")
+    if op.text("app-id") != app_id:
+        op.fail(f"#app-id shows {op.text('app-id')!r}, not {app_id}")
+    if "BEGIN PUBLIC KEY" not in op.text("raw-public-key") and len(op.text("raw-public-key")) < 100:
+        op.fail(f"#raw-public-key shows {op.text('raw-public-key')[:80]!r}")
+    world["rotate_action"] = op.el("rotate-token").get_attribute("action") or op.driver.current_url
+    op.get(f"/portal/reauth?next={urllib.parse.quote(f'/portal/apps/{app_id}/keys')}", "reauth")
+    op.reauth_here()
+    if op.path() != f"/portal/apps/{app_id}/keys":
+        op.fail(f"the fresh sign-in lands on {op.path()}, not the `next` page /portal/apps/{app_id}/keys")
+        op.get(f"/portal/apps/{app_id}/keys", "keys")
+    op.fill("graceSeconds", "0")
+    op.submit("rotate-token-submit", "keys-rotated")
+    if op.path().startswith("/portal/reauth"):
+        log("the rotation asked for a fresh sign-in again")
+        op.reauth_here()
+        op.fill("graceSeconds", "0")
+        op.submit("rotate-token-submit", "keys-rotated")
+    token2 = op.text("app-token") if op.has("app-token") else ""
+    if not token2 or token2 == token1:
+        op.fail(f"after the rotation #app-token shows {token2!r}" + op.once_cookie_note())
+        token2 = None
+    wait_for(lambda: (lambda r: (r[0] != 200, r))(end_user.get_application(token1)),
+             "the old app token still answers getApplication 200 after a rotation with no grace")
+    if token2 is None:
+        token2 = admin_rotate(args, app_id)
+    status, _ = end_user.get_application(token2)
+    if status != 200:
+        op.fail(f"the new app token answers getApplication {status}")
+    log("the old app token stopped; the new one works")
+
     dev_email, viewer_email = f"developer-{suffix}@example.com", f"viewer-{suffix}@example.com"
     dev_link = op.invite(app_id, dev_email, "editor")
     viewer_link = op.invite(app_id, viewer_email, "viewer")
@@ -652,7 +686,7 @@ def walk(args, world):
         dev.fail("a metadata field on the registered claim `sub` shows no #form-error")
     else:
         log(f"settings refused as the API refuses: {error!r}")
-    _, app_now = end_user.get_application(token1)
+    _, app_now = end_user.get_application(token2)
     if not isinstance(app_now, dict) or app_now.get("metaData"):
         dev.fail(f"a refused metadata field was saved: {app_now.get('metaData')}")
     dev.get(f"/portal/apps/{app_id}/settings", "settings")
@@ -663,47 +697,30 @@ def walk(args, world):
         dev.fail(f"saving valid settings shows #form-error {dev.text('form-error')!r}")
 
     def settings_saved():
-        status, app = end_user.get_application(token1)
+        status, app = end_user.get_application(token2)
         if status != 200 or not isinstance(app, dict):
             return False, (status, app)
         fields = [(f.get("path"), f.get("fieldName")) for f in app.get("metaData", [])]
         return app.get("signupFlow") == "code" and ("user.company", "company") in fields, app
     wait_for(settings_saved, "signupFlow `code` and the metadata field do not show through getApplication")
-    status, body = end_user.signup(token1, f"second-{suffix}@example.com", END_USER_PASSWORD)
+    status, body = end_user.signup(token2, f"second-{suffix}@example.com", END_USER_PASSWORD)
     if status != 200 or body.strip() != "true":
         dev.fail(f"a signup under the code flow answers HTTP {status} {body[:200]!r} (expected `true`, a code e-mailed)")
 
-    # The keys: a fresh sign-in first (the page itself), then the rotation without grace.
+    # The keys: an editor sees the app id and the public key but may not rotate the token (owners only).
     dev.get(f"/portal/apps/{app_id}/keys", "keys")
     if dev.text("app-id") != app_id:
         dev.fail(f"#app-id shows {dev.text('app-id')!r}, not {app_id}")
     if "BEGIN PUBLIC KEY" not in dev.text("raw-public-key") and len(dev.text("raw-public-key")) < 100:
         dev.fail(f"#raw-public-key shows {dev.text('raw-public-key')[:80]!r}")
-    world["rotate_action"] = dev.el("rotate-token").get_attribute("action") or dev.driver.current_url
-    dev.get(f"/portal/reauth?next={urllib.parse.quote(f'/portal/apps/{app_id}/keys')}", "reauth")
-    dev.reauth_here()
-    if dev.path() != f"/portal/apps/{app_id}/keys":
-        dev.fail(f"the fresh sign-in lands on {dev.path()}, not the `next` page /portal/apps/{app_id}/keys")
-        dev.get(f"/portal/apps/{app_id}/keys", "keys")
-    dev.fill("graceSeconds", "0")
-    dev.submit("rotate-token-submit", "keys-rotated")
-    if dev.path().startswith("/portal/reauth"):
-        log("the rotation asked for a fresh sign-in again")
-        dev.reauth_here()
-        dev.fill("graceSeconds", "0")
-        dev.submit("rotate-token-submit", "keys-rotated")
-    token2 = dev.text("app-token") if dev.has("app-token") else ""
-    if not token2 or token2 == token1:
-        dev.fail(f"after the rotation #app-token shows {token2!r}" + dev.once_cookie_note())
-        token2 = None
-    wait_for(lambda: (lambda r: (r[0] != 200, r))(end_user.get_application(token1)),
-             "the old app token still answers getApplication 200 after a rotation with no grace")
-    if token2 is None:
-        token2 = admin_rotate(args, app_id)
-    status, _ = end_user.get_application(token2)
-    if status != 200:
-        dev.fail(f"the new app token answers getApplication {status}")
-    log("the old app token stopped; the new one works")
+    if dev.has("rotate-token") or dev.has("rotate-token-submit"):
+        dev.fail("an editor's keys page offers the rotate form (owner/operator only)")
+    csrf = dev.page_csrf()
+    r = dev.http().post(world["rotate_action"], data={"csrf": csrf or "", "graceSeconds": "0"}, allow_redirects=False, timeout=30)
+    if r.status_code != 403:
+        dev.fail(f"an editor's POST rotate-token (with another form's csrf): HTTP {r.status_code}, expected 403")
+    if end_user.get_application(token2)[0] != 200:
+        dev.fail("an editor's refused rotation changed the app token")
 
     # The end user logs in again (a second session); the developer revokes one of the two.
     access2 = end_user.login(token2, handle, END_USER_PASSWORD)
