@@ -80,8 +80,9 @@ struct PortalCSRF: Sendable {
 /// role, and clears the cookie in the same answer; sign-out clears it too. There is no server-side list
 /// of used cookies: a replay needs both this cookie and that session's cookie (both HttpOnly and
 /// SameSite=Strict, so in practice the same browser) within two minutes, and signing out ends the
-/// session server-side, after which the cookie opens nothing. A used-nonce table would add a write per
-/// rotation for little more than that; the binding, the short life and the clearing were chosen instead.
+/// session server-side, after which the cookie opens nothing. Such a replay reaches only an owner's session
+/// that could rotate and see a new token anyway. A used-nonce table (SQL in the store) would add a write
+/// per rotation for little more than that; the binding, the short life and the clearing were chosen instead.
 struct PortalSealer: Sendable {
     let key: SymmetricKey
 
