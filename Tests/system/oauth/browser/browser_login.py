@@ -498,6 +498,11 @@ def unless_passkey_refused(browser, selector):
         if found is not None:
             return found
         if d.current_url.startswith("https://") and passkey_status(browser):
+            # The page's script shows the next step and then its status line ("We sent you a code"): a status
+            # read after the element was looked for may belong to the step that just appeared. Look again.
+            found = browser.first([selector])
+            if found is not None:
+                return found
             raise CheckFailed(f"the passkey block says {passkey_status(browser)!r} (while waiting for {selector})")
         return None
     return condition
