@@ -131,69 +131,20 @@ enum PortalHeaders {
 
 /// Reading the Portal's forms and query strings.
 enum PortalForm {
-    static let maxBytes = 65_536
-
-    struct Malformed: Error {}
-
-    /// `application/x-www-form-urlencoded`: `+` is a space, `%XX` a byte; UTF-8 without NUL; a name
-    /// given twice or malformed percent-encoding is refused.
-    static func parse(_ bytes: some Collection<UInt8>) throws(Malformed) -> [String: String] {
-        guard bytes.count <= maxBytes else { throw Malformed() }
-        var fields: [String: String] = [:]
-        for piece in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let name: String, value: String
-            if let eq = piece.firstIndex(of: UInt8(ascii: "=")) {
-                name = try decode(piece[piece.startIndex..<eq])
-                value = try decode(piece[piece.index(after: eq)...])
-            } else {
-                name = try decode(piece)
-                value = ""
-            }
-            guard !name.isEmpty else { continue }
-            guard fields[name] == nil else { throw Malformed() }
-            fields[name] = value
-        }
-        return fields
-    }
-
-    static func decode(_ part: some Collection<UInt8>) throws(Malformed) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(part.count)
-        var iterator = part.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"): out.append(0x20)
-            case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else { throw Malformed() }
-                out.append(high << 4 | low)
-            default: out.append(byte)
-            }
-        }
-        guard let text = String(validating: out, as: UTF8.self), !text.unicodeScalars.contains("\u{0}") else { throw Malformed() }
-        return text
-    }
-
-    static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
+    static let maxBytes = StrictForm.maxBytes
 
     /// The form body of a POST; nil when it is not a readable form.
     static func body(_ request: Request) async -> [String: String]? {
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type.hasPrefix("application/x-www-form-urlencoded") else { return nil }
         guard let buffer = try? await request.body.collect(upTo: maxBytes) else { return nil }
-        return try? parse(buffer.readableBytesView)
+        return try? StrictForm.parse(buffer.readableBytesView)
     }
 
     /// The query string; nil when malformed.
     static func queryParameters(_ request: Request) -> [String: String]? {
         guard let query = request.uri.query else { return [:] }
-        return try? parse(Array(query.utf8))
+        return try? StrictForm.parse(Array(query.utf8))
     }
 
     /// Percent-encodes a value for a query string or a path segment.

@@ -59,7 +59,7 @@ struct AuthorizeRoutes {
     /// The query string as parameters (strict: a repeated parameter is refused).
     static func parameters(_ request: Request) throws(OAuthError) -> [String: String] {
         guard let raw = request.uri.query, !raw.isEmpty else { return [:] }
-        do { return try OAuthWire.parseForm(Array(raw.utf8)) } catch { throw .invalidRequest(error.reason) }
+        do { return try StrictForm.parse(Array(raw.utf8)) } catch { throw .invalidRequest(error.reason) }
     }
 
     static func encode(_ text: String) -> String { AuthorizationRules.formEncode(text) }
@@ -156,7 +156,7 @@ struct AuthorizeRoutes {
             throw .invalidClient("malformed HTTP Basic credentials")
         }
         do {
-            return (try OAuthWire.decode(data[data.startIndex..<colon]), try OAuthWire.decode(data[data.index(after: colon)...]))
+            return (try StrictForm.decode(data[data.startIndex..<colon]), try StrictForm.decode(data[data.index(after: colon)...]))
         } catch {
             throw .invalidClient("malformed HTTP Basic credentials")
         }

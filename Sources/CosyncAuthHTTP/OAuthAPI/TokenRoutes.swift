@@ -120,8 +120,8 @@ struct TokenRoutes {
             throw .invalidClient("malformed HTTP Basic credentials")
         }
         do {
-            let id = try OAuthWire.decode(data[data.startIndex..<colon])
-            let secret = try OAuthWire.decode(data[data.index(after: colon)...])
+            let id = try StrictForm.decode(data[data.startIndex..<colon])
+            let secret = try StrictForm.decode(data[data.index(after: colon)...])
             return (id, secret)
         } catch {
             throw .invalidClient("malformed HTTP Basic credentials")
