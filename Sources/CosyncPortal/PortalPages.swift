@@ -30,7 +30,9 @@ enum PortalPages {
     static let library: MustacheLibrary? = {
         var library = MustacheLibrary()
         do {
-            for (name, text) in templates { try library.register(text, named: name) }
+            for set in templateSets {
+                for (name, text) in set { try library.register(text, named: name) }
+            }
             return library
         } catch {
             return nil
@@ -91,6 +93,10 @@ enum PortalPages {
             <svg xmlns="http://www.w3.org/2000/svg" class="qr" viewBox="0 0 \(size) \(size)" width="\(size * 5)" height="\(size * 5)" role="img" aria-label="\(escaped)" shape-rendering="crispEdges"><rect width="\(size)" height="\(size)" fill="#ffffff"/><path fill="#000000" d="\(path)"/></svg>
             """
     }
+
+    /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
+    /// file of pages added later. A name appears in one group only (the tests check).
+    static var templateSets: [[String: String]] { [templates] }
 
     static let templates: [String: String] = [
         "layout": """

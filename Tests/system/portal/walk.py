@@ -30,6 +30,7 @@ The walk (each account in a browser profile of its own):
 Exit status 0 when every check passed; each failure is printed with the page it happened on.
 """
 import argparse
+import importlib
 import base64
 import hashlib
 import hmac
@@ -477,6 +478,16 @@ class Portal:
         self.submit("code-submit", "after-sign-in")
         self.expect_signed_in("after password + TOTP")
 
+    @classmethod
+    def signed_in(cls, who, args, world):
+        """A new browser signed in as one of world["accounts"] ("operator", "developer": the walk app's
+        editor): for the walk_*.py modules. The caller quits it and removes it from world["browsers"]."""
+        browser = cls(who, args)
+        world["browsers"].append(browser)
+        browser.email, browser.password, browser.auth = world["accounts"][who]
+        browser.sign_in()
+        return browser
+
     def reauth_here(self):
         """On /portal/reauth: password + a code; answers the page it lands on."""
         self.fill("password", self.password)
@@ -661,6 +672,7 @@ def walk(args, world):
     world["members_action"] = op.el("invite-email").find_element(By.XPATH, "ancestor::form").get_attribute("action")
     world["members_fields"] = page_form_fields(op, lambda form: "invite-email" in form["ids"])
     world["operator_auth"] = op.auth
+    world["accounts"] = {"operator": (op.email, op.password, op.auth)}
     op.quit()
     world["browsers"].remove(op)
 
@@ -668,6 +680,7 @@ def walk(args, world):
     dev = Portal("developer", args)
     world["browsers"].append(dev)
     dev.accept_invite(dev_link, dev_email, PASSWORD_LENGTH_OK + "dev")
+    world["accounts"]["developer"] = (dev.email, dev.password, dev.auth)
     dev.sign_out()
     dev.sign_in()
     if dev.path().rstrip("/") != "/portal":
@@ -1124,6 +1137,12 @@ def main():
     walked = False
     try:
         walk(args, world)
+        # Later pages walk in modules of their own (walk_<pages>.py beside this file, each with
+        # run(args, world)), in name order, after the main walk: they sign in with world's accounts.
+        for module in sorted(n[:-3] for n in os.listdir(os.path.dirname(os.path.abspath(__file__)))
+                             if n.startswith("walk_") and n.endswith(".py")):
+            log(f"walk: {module}")
+            importlib.import_module(module).run(args, world)
         walked = True
     except Exception as error:  # noqa: BLE001 - every stop of the walk is reported with where the browser was
         message = error.msg if isinstance(error, WebDriverException) else str(error)
