@@ -108,13 +108,14 @@ extension PortalRoutes {
         await signedIn(request) { visitor in
             let (app, role) = try await access(visitor, appId: appId)
             let members = try await services.portal.members(appId: app.appId)
-            return appPage(
-                visitor, app: app, current: "overview", heading: .overviewTitle, template: "overview",
-                values: [
-                    "product": app.product.rawValue, "status": app.status.rawValue, "created": Self.date(app.createdAt), "role": role.rawValue,
-                    "signupFlow": app.settings.signupFlow.rawValue, "metadataCount": String(app.settings.metaData.count),
-                    "membersCount": String(members.count),
-                ])
+            var values: [String: Any] = [
+                "product": app.product.rawValue, "status": app.status.rawValue, "created": Self.date(app.createdAt), "role": role.rawValue,
+                "signupFlow": app.settings.signupFlow.rawValue, "metadataCount": String(app.settings.metaData.count),
+                "membersCount": String(members.count),
+            ]
+            // The charts, the webhook backlog and the outbox: PortalObservePages.swift.
+            values.merge(try await overviewCharts(app: app)) { current, _ in current }
+            return appPage(visitor, app: app, current: "overview", heading: .overviewTitle, template: "overview", values: values)
         }
     }
 

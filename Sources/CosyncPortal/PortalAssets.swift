@@ -57,6 +57,33 @@ enum PortalAssets {
         #members li { padding: .25rem 0; }
         .member-role { color: var(--muted); margin-left: .5rem; }
         footer.foot { max-width: 64rem; margin: 2rem auto 0; padding: 1rem 1.5rem; color: var(--muted); border-top: 1px solid var(--line); }
+        /* observe: charts (SVG drawn by the server; colours here, no style attribute), audit, outbox, webhooks */
+        .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: 1rem; }
+        .chart-figure { margin: 0 0 1rem; }
+        .chart-figure figcaption { font-weight: 600; margin: 0 0 .25rem; }
+        .chart-total { color: var(--muted); font-weight: 400; margin-left: .35rem; }
+        svg.chart { width: 100%; height: auto; max-width: 40rem; background: var(--bg); }
+        svg.chart .axis line { stroke: var(--line); stroke-width: 1; }
+        svg.chart text { fill: var(--fg); font-size: 12px; font-family: system-ui, sans-serif; }
+        svg.chart text.tick, svg.chart text.empty { fill: var(--muted); }
+        svg.chart .bar { fill: var(--accent); }
+        svg.chart-failures .bar { fill: #a50e0e; }
+        svg.chart-lockouts .bar { fill: #8a4b00; }
+        svg.chart-new-users .bar { fill: #1b6e3a; }
+        svg.chart-backlog .bar { fill: #5b2c8f; }
+        svg.chart-outbox .bar { fill: #3c4043; }
+        .chart-data { margin: 0 0 1.5rem; }
+        .chart-data summary { cursor: pointer; color: var(--accent); font-weight: 600; }
+        .filters { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: 0 1rem; align-items: end; margin: 0 0 1rem; }
+        .filters button { margin: 0 0 1rem; }
+        fieldset.types { display: grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap: .25rem 1rem; padding-bottom: .75rem; }
+        div.check { display: flex; align-items: center; gap: .5rem; margin: 0 0 .5rem; }
+        div.check input { width: auto; margin: 0; }
+        div.check label { margin: 0; font-weight: 400; }
+        form.inline { margin: 0 0 1rem; }
+        .status-failed, .status-dead { color: var(--error); font-weight: 600; }
+        [hidden] { display: none !important; }
+        .passkey { margin-top: 1.5rem; }
         """
 
     static let script = """

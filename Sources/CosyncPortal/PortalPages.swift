@@ -96,7 +96,7 @@ enum PortalPages {
 
     /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
     /// file of pages added later. A name appears in one group only (the tests check).
-    static var templateSets: [[String: String]] { [templates] }
+    static var templateSets: [[String: String]] { [templates, observeTemplates, webhookTemplates] }
 
     static let templates: [String: String] = [
         "layout": """
@@ -138,6 +138,9 @@ enum PortalPages {
             <li><a id="nav-keys" href="/portal/apps/{{appId}}/keys"{{#keysCurrent}} aria-current="page"{{/keysCurrent}}>{{t.keysLink}}</a></li>
             <li><a id="nav-users" href="/portal/apps/{{appId}}/users"{{#usersCurrent}} aria-current="page"{{/usersCurrent}}>{{t.usersLink}}</a></li>
             <li><a id="nav-members" href="/portal/apps/{{appId}}/members"{{#membersCurrent}} aria-current="page"{{/membersCurrent}}>{{t.membersLink}}</a></li>
+            <li><a id="nav-audit" href="/portal/apps/{{appId}}/audit"{{#auditCurrent}} aria-current="page"{{/auditCurrent}}>{{t.auditLink}}</a></li>
+            <li><a id="nav-outbox" href="/portal/apps/{{appId}}/outbox"{{#outboxCurrent}} aria-current="page"{{/outboxCurrent}}>{{t.outboxLink}}</a></li>
+            <li><a id="nav-webhooks" href="/portal/apps/{{appId}}/webhooks"{{#webhooksCurrent}} aria-current="page"{{/webhooksCurrent}}>{{t.webhooksLink}}</a></li>
             </ul>
             </nav>
             {{/app}}
@@ -276,6 +279,7 @@ enum PortalPages {
             <div><dt>{{t.metadataCount}}</dt><dd>{{metadataCount}}</dd></div>
             <div><dt>{{t.membersCount}}</dt><dd>{{membersCount}}</dd></div>
             </dl>
+            {{> observe.overview}}
             """,
         "settings": """
             {{#canEdit}}

@@ -108,6 +108,8 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         router.post("portal/apps/:appId/members") { request, context in
             await invite(request, appId: context.parameters.get("appId") ?? "")
         }
+        registerObserve(on: router)
+        registerWebhooks(on: router)
     }
 
     static func asset(_ text: String, type: String) -> Response {

@@ -33,6 +33,27 @@ enum PortalText {
         case errorTitle, forbiddenTitle, forbidden, notFoundTitle, notFound, formExpired, cookiesNeeded, badRequest
         case invalidCredentials, invalidCode, locked, needsSecondFactor, inviteInvalid, weakPassword, passwordsDiffer
         case genericError, busy, graceInvalid, metadataNotJSON, nameRequired, emailRequired, signedOut
+        // observe
+        case observeActivityHeading, observeActivityHelp, observeSignIns, observeFailures, observeLockouts, observeNewUsers, observeDailySummary
+        case observePeak, observeNumbersSummary, observeActivityCaption, observeDayColumn, observeBacklogTitle, observeBacklogSummary
+        case observeBacklogCaption, observeUndeliveredColumn, observeOldestColumn, observeOutboxTitle, observeOutboxSummary, observeQueued
+        case observeFailedMessages, observeOutboxAge, observeNone, observeSeconds, observeMinutes, observeHours, observeDays
+        case auditLink, auditTitle, auditFiltersLabel, auditActionLabel, auditActionHelp, auditActorLabel, auditUserLabel, auditFromLabel
+        case auditToLabel, auditFilterButton, auditCaption, auditTimeColumn, auditActorColumn, auditActionColumn, auditStatusColumn
+        case auditDetailColumn, auditNone, auditActionInvalid, auditActorInvalid, auditUserInvalid, auditFromInvalid, auditToInvalid
+        case outboxLink, outboxTitle, outboxToLabel, outboxHelp, outboxCaption, outboxCreatedColumn, outboxChannelColumn, outboxToColumn
+        case outboxTemplateColumn, outboxStatusColumn, outboxAttemptsColumn, outboxSentColumn, outboxNone, outboxQueued, outboxSending
+        case outboxSent, outboxFailed, webhooksLink, webhooksTitle, webhooksHelp, webhooksCaption, webhooksNone, webhookUrlColumn
+        case webhookTypesColumn, webhookStateColumn, webhookFailuresColumn, webhookCreatedColumn, webhookEnabled, webhookDisabled
+        case webhookNewHeading, webhookUrlLabel, webhookUrlHelp, webhookDescriptionLabel, webhookTypesLegend, webhookCreateButton
+        case webhookTitle, webhookIdLabel, webhookPreviousSecretLabel, webhookSecretOnce, webhookSecretLabel, webhookCreated
+        case webhookSecretRotated, webhookSaved, webhookEditHeading, webhookEnabledLabel, webhookDisableButton, webhookRotateHeading
+        case webhookRotateHelp, webhookRotateButton, webhookDeleteHeading, webhookDeleteHelp, webhookDeleteButton, deliveriesHeading
+        case deliveriesCaption, deliveriesNone, deliveryMessageColumn, deliveryTypeColumn, deliveryStatusColumn, deliveryAttemptsColumn
+        case deliveryCreatedColumn, deliveryErrorColumn, deliveryActionColumn, deliveryDeliveredLabel, deliveryNextLabel, deliveryPending
+        case deliverySending, deliveryDelivered, deliveryDead, deliveryTitle, deliveryReplayed, attemptsCaption, attemptColumn
+        case attemptTimeColumn, attemptStatusColumn, attemptLatencyColumn, attemptsNone, replayButton, replayNeedsEnabled, replayRefused
+        case backToWebhook
     }
 
     static let english: [Key: String] = [
@@ -189,6 +210,136 @@ enum PortalText {
         .nameRequired: "name is required",
         .emailRequired: "Enter an email address.",
         .signedOut: "You are signed out.",
+
+        // observe
+        .observeActivityHeading: "Activity in the last 30 days",
+        .observeActivityHelp: "Counted per day (UTC) from the app's event stream, which keeps 30 days.",
+        .observeSignIns: "Sign-ins",
+        .observeFailures: "Failed sign-ins",
+        .observeLockouts: "Lockouts",
+        .observeNewUsers: "New users",
+        .observeDailySummary: "{total} in the last {days} days.",
+        .observePeak: "Most on {day}: {n}.",
+        .observeNumbersSummary: "Show the numbers",
+        .observeActivityCaption: "Activity per day, newest first",
+        .observeDayColumn: "Day (UTC)",
+        .observeBacklogTitle: "Webhook backlog",
+        .observeBacklogSummary: "{total} messages not yet delivered to {endpoints} endpoints; the oldest waits for {age}.",
+        .observeBacklogCaption: "Undelivered messages per endpoint",
+        .observeUndeliveredColumn: "Not yet delivered",
+        .observeOldestColumn: "Oldest waits for",
+        .observeOutboxTitle: "Outbox",
+        .observeOutboxSummary: "{queued} messages waiting to be sent, {failed} failed; the oldest waiting one waits for {age}.",
+        .observeQueued: "Waiting to be sent",
+        .observeFailedMessages: "Failed",
+        .observeOutboxAge: "Oldest waiting message",
+        .observeNone: "nothing waiting",
+        .observeSeconds: "{n} seconds",
+        .observeMinutes: "{n} minutes",
+        .observeHours: "{n} hours",
+        .observeDays: "{n} days",
+        .auditLink: "Audit log",
+        .auditTitle: "Audit log",
+        .auditFiltersLabel: "Filter the audit log",
+        .auditActionLabel: "Action",
+        .auditActionHelp: "Exact, as user.update, or every action of a kind, as user.*",
+        .auditActorLabel: "Actor",
+        .auditUserLabel: "User id",
+        .auditFromLabel: "From (UTC day)",
+        .auditToLabel: "To (UTC day, inclusive)",
+        .auditFilterButton: "Filter",
+        .auditCaption: "Audit log entries, newest first",
+        .auditTimeColumn: "Time",
+        .auditActorColumn: "Actor",
+        .auditActionColumn: "Action",
+        .auditStatusColumn: "Result",
+        .auditDetailColumn: "Details",
+        .auditNone: "No entries match.",
+        .auditActionInvalid: "The action may have at most 100 characters.",
+        .auditActorInvalid: "The actor may have at most 320 characters.",
+        .auditUserInvalid: "The user id must be a UUID, as 0f8fad5b-d9cb-469f-a165-70867728950e.",
+        .auditFromInvalid: "The start date must be a date, as 2026-11-27.",
+        .auditToInvalid: "The end date must be a date, as 2026-11-27.",
+        .outboxLink: "Outbox",
+        .outboxTitle: "Outbox",
+        .outboxToLabel: "Recipient",
+        .outboxHelp: "E-mails and text messages of this app. Their contents are not shown: they may hold codes and links.",
+        .outboxCaption: "Messages, newest first",
+        .outboxCreatedColumn: "Queued",
+        .outboxChannelColumn: "Channel",
+        .outboxToColumn: "Recipient",
+        .outboxTemplateColumn: "Template",
+        .outboxStatusColumn: "Status",
+        .outboxAttemptsColumn: "Attempts",
+        .outboxSentColumn: "Sent",
+        .outboxNone: "No messages.",
+        .outboxQueued: "queued",
+        .outboxSending: "sending",
+        .outboxSent: "sent",
+        .outboxFailed: "failed",
+        .webhooksLink: "Webhooks",
+        .webhooksTitle: "Webhooks",
+        .webhooksHelp: "Endpoints that receive this app's events, signed with their own secret.",
+        .webhooksCaption: "Webhook endpoints",
+        .webhooksNone: "No webhook endpoints yet.",
+        .webhookUrlColumn: "URL",
+        .webhookTypesColumn: "Event types",
+        .webhookStateColumn: "State",
+        .webhookFailuresColumn: "Failures in a row",
+        .webhookCreatedColumn: "Created",
+        .webhookEnabled: "enabled",
+        .webhookDisabled: "disabled",
+        .webhookNewHeading: "Add an endpoint",
+        .webhookUrlLabel: "Endpoint URL",
+        .webhookUrlHelp: "An https URL of a public host (the server refuses private and loopback addresses unless its operator allows them).",
+        .webhookDescriptionLabel: "Description (optional)",
+        .webhookTypesLegend: "Event types to send",
+        .webhookCreateButton: "Add endpoint",
+        .webhookTitle: "Webhook endpoint",
+        .webhookIdLabel: "Endpoint id",
+        .webhookPreviousSecretLabel: "Previous secret signs until",
+        .webhookSecretOnce: "This is the endpoint's signing secret. It is shown only now: copy it to your receiver.",
+        .webhookSecretLabel: "Signing secret",
+        .webhookCreated: "The endpoint was added.",
+        .webhookSecretRotated: "The secret was rotated. The previous one keeps signing for a while.",
+        .webhookSaved: "The endpoint was saved.",
+        .webhookEditHeading: "Edit the endpoint",
+        .webhookEnabledLabel: "Enabled",
+        .webhookDisableButton: "Disable endpoint",
+        .webhookRotateHeading: "Rotate the secret",
+        .webhookRotateHelp: "A new signing secret is made and shown once; the previous one keeps signing during the overlap. You may be asked to sign in again.",
+        .webhookRotateButton: "Rotate secret",
+        .webhookDeleteHeading: "Delete the endpoint",
+        .webhookDeleteHelp: "The endpoint, its deliveries and their log are deleted. You may be asked to sign in again.",
+        .webhookDeleteButton: "Delete endpoint",
+        .deliveriesHeading: "Delivery log",
+        .deliveriesCaption: "Messages sent to this endpoint, newest first",
+        .deliveriesNone: "No messages yet.",
+        .deliveryMessageColumn: "Message",
+        .deliveryTypeColumn: "Event type",
+        .deliveryStatusColumn: "Status",
+        .deliveryAttemptsColumn: "Attempts",
+        .deliveryCreatedColumn: "Created",
+        .deliveryErrorColumn: "Last error",
+        .deliveryActionColumn: "Action",
+        .deliveryDeliveredLabel: "Delivered",
+        .deliveryNextLabel: "Next attempt",
+        .deliveryPending: "pending",
+        .deliverySending: "sending",
+        .deliveryDelivered: "delivered",
+        .deliveryDead: "failed for good",
+        .deliveryTitle: "Message {id}",
+        .deliveryReplayed: "The message was queued again.",
+        .attemptsCaption: "Attempts, oldest first",
+        .attemptColumn: "Attempt",
+        .attemptTimeColumn: "Time",
+        .attemptStatusColumn: "HTTP status",
+        .attemptLatencyColumn: "Time taken (ms)",
+        .attemptsNone: "No attempts yet.",
+        .replayButton: "Replay",
+        .replayNeedsEnabled: "Enable the endpoint to replay its messages.",
+        .replayRefused: "The message was not replayed: {reason}",
+        .backToWebhook: "Back to the endpoint",
     ]
 
     /// The text of `key`, with `{name}` placeholders filled from `fill`.

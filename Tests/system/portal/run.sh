@@ -54,7 +54,7 @@ OPERATOR_TOKEN="cop_portal_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'
 MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
 OPERATOR_EMAIL="operator@portal.example.com"
 SERVER_ENV=(COSYNC_MASTER_KEY="$MASTER_KEY" COSYNC_OPERATOR_TOKEN="$OPERATOR_TOKEN" COSYNC_PUBLIC_URL="$BASE"
-  LOG_LEVEL="${PORTAL_LOG_LEVEL:-info}")
+  LOG_LEVEL="${PORTAL_LOG_LEVEL:-info}" COSYNC_WEBHOOK_ALLOW_HTTP=1 COSYNC_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8)
 if ! server_start "$HTTP_PORT" "$LOG" "${SERVER_ENV[@]}"; then
   echo "portal: the server did not come up on $BASE" >&2
   exit 1
