@@ -40,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Server-rendered pages (the OAuth hosted login page, the Portal).
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The Portal's import upload (multipart/form-data).
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         .target(
@@ -90,6 +92,8 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                "LegacyImport",
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: strict
         ),

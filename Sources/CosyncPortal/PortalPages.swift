@@ -23,6 +23,12 @@ enum PortalPages {
         var app: (appId: String, name: String, current: String)?
         /// Whether the page is the apps list (the main navigation marks it).
         var appsCurrent = false
+        /// Whether the signed-in account is an operator (the main navigation shows the operator views),
+        /// and which of those views this page is (`tenants`, `accounts`).
+        var isOperator = false
+        var operatorCurrent = ""
+        /// Seconds after which the page reloads itself (`<meta http-equiv="refresh">`), e.g. an import in progress.
+        var refreshSeconds: Int?
     }
 
     /// The templates, parsed once. A template that does not parse is a bug the tests catch; the pages
@@ -46,8 +52,10 @@ enum PortalPages {
         guard let library, let body = library.render(values, withTemplate: page.template) else { return failure() }
         var layout: [String: Any] = [
             "t": PortalText.table, "title": "\(page.heading) – \(PortalText.text(.productName))", "heading": page.heading, "body": body,
-            "appsCurrent": page.appsCurrent,
+            "appsCurrent": page.appsCurrent, "isOperator": page.isOperator,
         ]
+        if !page.operatorCurrent.isEmpty { layout[page.operatorCurrent + "Current"] = true }
+        if let seconds = page.refreshSeconds { layout["refresh"] = String(seconds) }
         if let signedIn = page.signedIn {
             layout["signedIn"] = true
             layout["signedInAs"] = PortalText.text(.signedInAs, ["email": signedIn.email])
@@ -96,7 +104,7 @@ enum PortalPages {
 
     /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
     /// file of pages added later. A name appears in one group only (the tests check).
-    static var templateSets: [[String: String]] { [templates, observeTemplates, webhookTemplates] }
+    static var templateSets: [[String: String]] { [templates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
 
     static let templates: [String: String] = [
         "layout": """
@@ -106,6 +114,7 @@ enum PortalPages {
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <meta name="referrer" content="no-referrer">
+            {{#refresh}}<meta http-equiv="refresh" content="{{refresh}}">{{/refresh}}
             <title>{{title}}</title>
             <link rel="stylesheet" href="/portal/assets/portal.css">
             <script src="/portal/assets/portal.js" defer></script>
@@ -118,6 +127,8 @@ enum PortalPages {
             <ul>
             {{#signedIn}}<li><a href="/portal"{{#appsCurrent}} aria-current="page"{{/appsCurrent}}>{{t.appsLink}}</a></li>{{/signedIn}}
             {{^signedIn}}<li><a href="/portal/sign-in">{{t.signInTitle}}</a></li>{{/signedIn}}
+            {{#isOperator}}<li><a id="nav-tenants" href="/portal/tenants"{{#tenantsCurrent}} aria-current="page"{{/tenantsCurrent}}>{{t.tenantsLink}}</a></li>{{/isOperator}}
+            {{#isOperator}}<li><a id="nav-accounts" href="/portal/accounts"{{#accountsCurrent}} aria-current="page"{{/accountsCurrent}}>{{t.accountsLink}}</a></li>{{/isOperator}}
             </ul>
             </nav>
             {{#signedIn}}
@@ -138,6 +149,7 @@ enum PortalPages {
             <li><a id="nav-keys" href="/portal/apps/{{appId}}/keys"{{#keysCurrent}} aria-current="page"{{/keysCurrent}}>{{t.keysLink}}</a></li>
             <li><a id="nav-users" href="/portal/apps/{{appId}}/users"{{#usersCurrent}} aria-current="page"{{/usersCurrent}}>{{t.usersLink}}</a></li>
             <li><a id="nav-members" href="/portal/apps/{{appId}}/members"{{#membersCurrent}} aria-current="page"{{/membersCurrent}}>{{t.membersLink}}</a></li>
+            <li><a id="nav-import" href="/portal/apps/{{appId}}/import"{{#importCurrent}} aria-current="page"{{/importCurrent}}>{{t.importLink}}</a></li>
             <li><a id="nav-audit" href="/portal/apps/{{appId}}/audit"{{#auditCurrent}} aria-current="page"{{/auditCurrent}}>{{t.auditLink}}</a></li>
             <li><a id="nav-outbox" href="/portal/apps/{{appId}}/outbox"{{#outboxCurrent}} aria-current="page"{{/outboxCurrent}}>{{t.outboxLink}}</a></li>
             <li><a id="nav-webhooks" href="/portal/apps/{{appId}}/webhooks"{{#webhooksCurrent}} aria-current="page"{{/webhooksCurrent}}>{{t.webhooksLink}}</a></li>

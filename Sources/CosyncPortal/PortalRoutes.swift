@@ -108,6 +108,8 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         router.post("portal/apps/:appId/members") { request, context in
             await invite(request, appId: context.parameters.get("appId") ?? "")
         }
+        registerOperator(on: router)
+        registerImport(on: router)
         registerObserve(on: router)
         registerWebhooks(on: router)
     }
@@ -216,6 +218,7 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         var page = PortalPages.Page(heading: heading, template: template, values: values, status: status)
         if let visitor {
             page.signedIn = (visitor.session.account.email, csrf.token(bound: visitor.cookie, purpose: "sign-out"))
+            page.isOperator = visitor.session.account.isOperator
         }
         return page
     }

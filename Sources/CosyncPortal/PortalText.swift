@@ -54,6 +54,19 @@ enum PortalText {
         case deliverySending, deliveryDelivered, deliveryDead, deliveryTitle, deliveryReplayed, attemptsCaption, attemptColumn
         case attemptTimeColumn, attemptStatusColumn, attemptLatencyColumn, attemptsNone, replayButton, replayNeedsEnabled, replayRefused
         case backToWebhook
+        // operator
+        case tenantsLink, accountsLink, tenantsTitle, tenantsCaption, tenantSearchLabel, tenantUsersColumn, tenantSessionsColumn
+        case tenantLastSignInColumn, tenantEventsColumn, noTenants, importAppLink
+        case accountsTitle, accountsCaption, accountSearchLabel, accountEmailColumn, accountKindColumn, accountStatusColumn
+        case accountRolesColumn, accountActionsColumn, operatorKind, developerKind, notEnrolled, suspendButton, activateButton
+        case removeRoleButton, noAccounts, noRoles, inviteOperatorHeading, inviteOperatorHelp, inviteOperatorButton
+        case accountSuspended, accountActivated, roleRemoved, operatorInvited
+        // import
+        case importLink, importTitle, importNewTitle, importHelp, importAppHelp, importFileLabel, importFileHelp, importUploadButton
+        case importOwnerOnly, importChecking, importDryRunHeading, importSummaryCaption, importCollectionColumn, importReadColumn
+        case importImportedColumn, importRefusedColumn, importAdjustedColumn, importNotesHeading, importRunButton, importRunning
+        case importProgressLabel, importDone, importFailed, importTooLarge, importNotMultipart, importWrongApp, importFileRequired
+        case importJobGone, importStartOver, importReportCount, importCheckFailed, importOneAtATime
     }
 
     static let english: [Key: String] = [
@@ -340,6 +353,74 @@ enum PortalText {
         .replayNeedsEnabled: "Enable the endpoint to replay its messages.",
         .replayRefused: "The message was not replayed: {reason}",
         .backToWebhook: "Back to the endpoint",
+        // operator
+        .tenantsLink: "Tenants",
+        .accountsLink: "Accounts",
+        .tenantsTitle: "Tenants",
+        .tenantsCaption: "Every app, newest first, with its size and recent activity",
+        .tenantSearchLabel: "Search tenants by name or app id",
+        .tenantUsersColumn: "Users",
+        .tenantSessionsColumn: "Live sessions",
+        .tenantLastSignInColumn: "Last sign-in",
+        .tenantEventsColumn: "Events (7 days)",
+        .noTenants: "No apps match.",
+        .importAppLink: "Import an app from CosyncJWT",
+        .accountsTitle: "Portal accounts",
+        .accountsCaption: "Portal accounts and their roles per app",
+        .accountSearchLabel: "Search accounts by email",
+        .accountEmailColumn: "Email",
+        .accountKindColumn: "Kind",
+        .accountStatusColumn: "Status",
+        .accountRolesColumn: "Roles",
+        .accountActionsColumn: "Actions",
+        .operatorKind: "operator",
+        .developerKind: "developer",
+        .notEnrolled: "(not enrolled yet)",
+        .suspendButton: "Suspend",
+        .activateButton: "Activate",
+        .removeRoleButton: "Remove",
+        .noAccounts: "No accounts match.",
+        .noRoles: "none",
+        .inviteOperatorHeading: "Invite an operator",
+        .inviteOperatorHelp: "An operator can do everything in the Portal. The invitation is e-mailed; its link is also shown here once.",
+        .inviteOperatorButton: "Invite operator",
+        .accountSuspended: "The account {email} is suspended; its sessions have ended.",
+        .accountActivated: "The account {email} is active again.",
+        .roleRemoved: "The role was removed.",
+        .operatorInvited: "An invitation was sent to {email}.",
+        // import
+        .importLink: "Import",
+        .importTitle: "Import from CosyncJWT",
+        .importNewTitle: "Import an app from CosyncJWT",
+        .importHelp: "Upload the export ZIP of a CosyncJWT app (the legacy server's export). It is checked first (a dry run that writes nothing); then you start the import.",
+        .importAppHelp: "The export must be of this app (the same app id). An app created here cannot be imported over; an imported app is updated by a newer export.",
+        .importFileLabel: "Export file (.zip)",
+        .importFileHelp: "At most {megabytes} MB.",
+        .importUploadButton: "Upload and check",
+        .importOwnerOnly: "Only the app's owners and operators can import.",
+        .importChecking: "Checking the export…",
+        .importDryRunHeading: "Dry run",
+        .importSummaryCaption: "What the import will do, by collection",
+        .importCollectionColumn: "Collection",
+        .importReadColumn: "Read",
+        .importImportedColumn: "Imported",
+        .importRefusedColumn: "Refused",
+        .importAdjustedColumn: "Adjusted",
+        .importNotesHeading: "Notes",
+        .importRunButton: "Import now",
+        .importRunning: "Importing…",
+        .importProgressLabel: "Import progress",
+        .importDone: "The import is done.",
+        .importFailed: "The import stopped: {reason}",
+        .importTooLarge: "The file is too large.",
+        .importNotMultipart: "Upload the file with the form.",
+        .importWrongApp: "This export is of app {exported}, not of this app.",
+        .importFileRequired: "Choose the export file.",
+        .importJobGone: "This import is no longer known (imports are kept for an hour, on the server that ran them).",
+        .importStartOver: "Import another file",
+        .importReportCount: "{count} rows were refused or adjusted.",
+        .importCheckFailed: "The export could not be read: {reason}",
+        .importOneAtATime: "Another import is running on this server; try again when it is done.",
     ]
 
     /// The text of `key`, with `{name}` placeholders filled from `fill`.

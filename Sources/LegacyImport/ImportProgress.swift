@@ -8,11 +8,21 @@ public final class ImportProgress: @unchecked Sendable {
     var total: Int?
     var lastLine = Date.distantPast
     var quiet: Bool
+    /// Told of every step (a collection's rows done, its total when counted, whether it finished) and
+    /// every line, for a caller that shows progress its own way (the Portal's import page).
+    let observer: (@Sendable (_ collection: String, _ done: Int, _ total: Int?, _ finished: Bool) -> Void)?
+    let lineObserver: (@Sendable (String) -> Void)?
 
-    public init(interactive: Bool? = nil, quiet: Bool = false, interval: TimeInterval = 2) {
+    public init(
+        interactive: Bool? = nil, quiet: Bool = false, interval: TimeInterval = 2,
+        observer: (@Sendable (_ collection: String, _ done: Int, _ total: Int?, _ finished: Bool) -> Void)? = nil,
+        lineObserver: (@Sendable (String) -> Void)? = nil
+    ) {
         isInteractive = interactive ?? (isatty(STDERR_FILENO) == 1)
         self.interval = interval
         self.quiet = quiet
+        self.observer = observer
+        self.lineObserver = lineObserver
     }
 
     func emit(_ text: String) {
@@ -21,15 +31,20 @@ public final class ImportProgress: @unchecked Sendable {
     }
 
     /// A line of its own (on a terminal, the bar in progress is cleared first and redrawn by the next update).
-    public func line(_ text: String) { emit((isInteractive ? "\r\u{1B}[K" : "") + text + "\n") }
+    public func line(_ text: String) {
+        lineObserver?(text)
+        emit((isInteractive ? "\r\u{1B}[K" : "") + text + "\n")
+    }
 
     func start(_ name: String, total: Int?, resumedAt: Int) {
         self.total = total
         lastLine = .distantPast
+        observer?(name, resumedAt, total, false)
         if resumedAt > 0 { line("\(name): resuming after \(resumedAt) rows already imported") }
     }
 
     func advance(_ name: String, done: Int, rate: Double) {
+        observer?(name, done, total, false)
         if isInteractive {
             let width = 30
             var bar = ""
@@ -51,6 +66,7 @@ public final class ImportProgress: @unchecked Sendable {
     }
 
     func finish(_ name: String, read: Int) {
+        observer?(name, read, total, true)
         if isInteractive { emit("\r\u{1B}[K") }
         line("\(name): done, \(read) rows")
     }
