@@ -57,6 +57,16 @@ enum PortalAssets {
         #members li { padding: .25rem 0; }
         .member-role { color: var(--muted); margin-left: .5rem; }
         footer.foot { max-width: 64rem; margin: 2rem auto 0; padding: 1rem 1.5rem; color: var(--muted); border-top: 1px solid var(--line); }
+        /* settings */
+        fieldset { border: 1px solid var(--line); border-radius: .35rem; margin: 0 0 1.25rem; padding: .75rem 1rem 0; }
+        legend { font-weight: 700; padding: 0 .35rem; }
+        .field.check { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; }
+        .field.check input { width: auto; margin: 0; }
+        .field.check label { margin: 0; }
+        .field.check .help { width: 100%; }
+        .actions { display: flex; flex-wrap: wrap; gap: .5rem; }
+        button.danger { background: var(--error); border-color: var(--error); color: #ffffff; }
+        #preview pre { border: 1px solid var(--line); border-radius: .35rem; padding: .5rem; background: var(--panel); }
         /* observe: charts (SVG drawn by the server; colours here, no style attribute), audit, outbox, webhooks */
         .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: 1rem; }
         .chart-figure { margin: 0 0 1rem; }

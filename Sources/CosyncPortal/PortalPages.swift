@@ -104,7 +104,7 @@ enum PortalPages {
 
     /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
     /// file of pages added later. A name appears in one group only (the tests check).
-    static var templateSets: [[String: String]] { [templates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
+    static var templateSets: [[String: String]] { [templates, settingsTemplates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
 
     static let templates: [String: String] = [
         "layout": """
@@ -147,6 +147,7 @@ enum PortalPages {
             <li><a id="nav-overview" href="/portal/apps/{{appId}}"{{#overviewCurrent}} aria-current="page"{{/overviewCurrent}}>{{t.overviewLink}}</a></li>
             <li><a id="nav-settings" href="/portal/apps/{{appId}}/settings"{{#settingsCurrent}} aria-current="page"{{/settingsCurrent}}>{{t.settingsLink}}</a></li>
             <li><a id="nav-keys" href="/portal/apps/{{appId}}/keys"{{#keysCurrent}} aria-current="page"{{/keysCurrent}}>{{t.keysLink}}</a></li>
+            <li><a id="nav-emails" href="/portal/apps/{{appId}}/emails"{{#emailsCurrent}} aria-current="page"{{/emailsCurrent}}>{{t.emailsLink}}</a></li>
             <li><a id="nav-users" href="/portal/apps/{{appId}}/users"{{#usersCurrent}} aria-current="page"{{/usersCurrent}}>{{t.usersLink}}</a></li>
             <li><a id="nav-members" href="/portal/apps/{{appId}}/members"{{#membersCurrent}} aria-current="page"{{/membersCurrent}}>{{t.membersLink}}</a></li>
             <li><a id="nav-import" href="/portal/apps/{{appId}}/import"{{#importCurrent}} aria-current="page"{{/importCurrent}}>{{t.importLink}}</a></li>
@@ -292,69 +293,6 @@ enum PortalPages {
             <div><dt>{{t.membersCount}}</dt><dd>{{membersCount}}</dd></div>
             </dl>
             {{> observe.overview}}
-            """,
-        "settings": """
-            {{#canEdit}}
-            <form method="post" action="/portal/apps/{{appId}}/settings" class="card wide">
-            <input type="hidden" name="csrf" value="{{csrf}}">
-            <div class="field">
-            <label for="signupFlow">{{t.signupFlowLabel}}</label>
-            <select id="signupFlow" name="signupFlow">
-            {{#flows}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>
-            {{/flows}}
-            </select>
-            </div>
-            <div class="field">
-            <label for="metadataFields">{{t.metadataLabel}}</label>
-            <textarea id="metadataFields" name="metadataFields" rows="10" spellcheck="false" aria-describedby="metadata-help{{#error}} form-error{{/error}}">{{metadata}}</textarea>
-            <p id="metadata-help" class="help">{{t.metadataHelp}}</p>
-            </div>
-            <button id="settings-submit" type="submit">{{t.saveButton}}</button>
-            </form>
-            {{/canEdit}}
-            {{^canEdit}}
-            <p class="notice">{{t.readOnlyNote}}</p>
-            <dl class="facts">
-            <div><dt>{{t.signupFlowLabel}}</dt><dd>{{signupFlow}}</dd></div>
-            <div><dt>{{t.metadataLabel}}</dt><dd><pre>{{metadata}}</pre></dd></div>
-            </dl>
-            {{/canEdit}}
-            """,
-        "keys": """
-            {{#appToken}}
-            <div class="once" role="status">
-            <p>{{t.appTokenOnce}}</p>
-            <p class="label" id="app-token-label">{{t.appTokenLabel}}</p>
-            <p><code id="app-token" class="copyable wrap">{{appToken}}</code></p>
-            </div>
-            {{/appToken}}
-            {{#appSecret}}
-            <div class="once">
-            <p>{{t.appSecretOnce}}</p>
-            <p class="label" id="app-secret-label">{{t.appSecretLabel}}</p>
-            <p><code id="app-secret" class="copyable wrap">{{appSecret}}</code></p>
-            </div>
-            {{/appSecret}}
-            <dl class="facts">
-            <div><dt id="app-id-label">{{t.appIdLabel}}</dt><dd><code id="app-id" class="copyable">{{appId}}</code></dd></div>
-            <div><dt id="raw-public-key-label">{{t.rawPublicKeyLabel}}</dt><dd><code id="raw-public-key" class="copyable wrap">{{rawPublicKey}}</code></dd></div>
-            </dl>
-            {{#canEdit}}
-            <section class="card wide" aria-labelledby="rotate-heading">
-            <h2 id="rotate-heading">{{t.rotateTokenHeading}}</h2>
-            <p>{{t.rotateTokenHelp}}</p>
-            <form id="rotate-token" method="post" action="/portal/apps/{{appId}}/keys/rotate-token">
-            <input type="hidden" name="csrf" value="{{csrf}}">
-            <div class="field">
-            <label for="graceSeconds">{{t.graceLabel}}</label>
-            <input id="graceSeconds" name="graceSeconds" type="number" min="0" max="2592000" step="1" value="{{grace}}" aria-describedby="grace-help{{#error}} form-error{{/error}}">
-            <p id="grace-help" class="help">{{t.graceHelp}}</p>
-            </div>
-            <button id="rotate-token-submit" type="submit">{{t.rotateTokenButton}}</button>
-            </form>
-            </section>
-            {{/canEdit}}
-            {{^canEdit}}<p class="notice">{{t.keysOwnerOnly}}</p>{{/canEdit}}
             """,
         "users": """
             <form method="get" action="/portal/apps/{{appId}}/users" role="search" class="search">

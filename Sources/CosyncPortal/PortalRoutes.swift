@@ -83,12 +83,6 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         router.get("portal/apps/new") { request, _ in await newAppPage(request) }
         router.post("portal/apps/new") { request, _ in await createApp(request) }
         router.get("portal/apps/:appId") { request, context in await overview(request, appId: context.parameters.get("appId") ?? "") }
-        router.get("portal/apps/:appId/settings") { request, context in
-            await settingsPage(request, appId: context.parameters.get("appId") ?? "")
-        }
-        router.post("portal/apps/:appId/settings") { request, context in
-            await saveSettings(request, appId: context.parameters.get("appId") ?? "")
-        }
         router.get("portal/apps/:appId/keys") { request, context in await keysPage(request, appId: context.parameters.get("appId") ?? "") }
         router.post("portal/apps/:appId/keys/rotate-token") { request, context in
             await rotateToken(request, appId: context.parameters.get("appId") ?? "")
@@ -108,6 +102,7 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         router.post("portal/apps/:appId/members") { request, context in
             await invite(request, appId: context.parameters.get("appId") ?? "")
         }
+        registerSettings(on: router)
         registerOperator(on: router)
         registerImport(on: router)
         registerObserve(on: router)

@@ -67,6 +67,24 @@ enum PortalText {
         case importImportedColumn, importRefusedColumn, importAdjustedColumn, importNotesHeading, importRunButton, importRunning
         case importProgressLabel, importDone, importFailed, importTooLarge, importNotMultipart, importWrongApp, importFileRequired
         case importJobGone, importStartOver, importReportCount, importCheckFailed, importOneAtATime
+        // settings
+        case emailsLink, emailsTitle, settingsSignupGroup, settingsPasswordGroup, settingsSessionGroup, settingsProvidersGroup
+        case settingsMetadataGroup, settingsPasskeyGroup, handleTypeLabel, handleTypeHelp, userNamesLabel, anonymousLoginLabel
+        case localesLabel, localesHelp, passwordFilterLabel, passwordFilterHelp, passwordMinLengthLabel, passwordMinUpperLabel
+        case passwordMinLowerLabel, passwordMinDigitLabel, passwordMinSpecialLabel, range0to128, range1to100, range60to600, range60to86400
+        case twoFactorLabel, twoFactorHelp, jwtExpiryLabel, jwtExpiryHelp, freshAuthLabel, freshAuthHelp, appleLoginLabel
+        case appleBundleIdLabel, commaListHelp, googleLoginLabel, googleClientIdLabel, googleAppNameLabel, metadataInviteLabel
+        case metadataInviteHelp, metadataInviteNotJSON, rpIdLabel, rpIdHelp, rpNameLabel, rpNameHelp, allowedOriginsLabel
+        case allowedOriginsHelp, userVerificationLabel, attestationLabel, attestationHelp, trustAnchorsLabel, trustAnchorsHelp
+        case passkeysPerUserLabel, challengeLifetimeLabel, counterRegressionLabel, signupCodeLifetimeLabel, yes, no
+        case lifecycleHeading, suspendHelp, suspendAppButton, activateAppButton, statusOperatorOnly, appSuspended, appActivated
+        case deleteHeading, deleteHelp, confirmNameLabel, confirmNameHelp, deleteButton, confirmNameWrong
+        case jwksLabel, rotateSecretHeading, rotateSecretHelp, rotateSecretButton, secretRotated, rotateRSAHeading, rotateRSAHelp
+        case retireLabel, retireHelp, rotateRSAButton, rsaRotated, retireInvalid
+        case templateLabel, localeLabel, openTemplateButton, templateIsDefault, placeholdersHelp, subjectLabel, smsTextLabel
+        case htmlLabel, textLabel, textHelp, replyToLabel, localeLinkTextLabel, localeLinkTextHelp, previewButton
+        case saveTemplateButton, resetTemplateButton, previewHeading, previewHelp, previewHTMLLabel, previewTextLabel
+        case templateSaved, templateReset, previewNotSaved
     }
 
     static let english: [Key: String] = [
@@ -421,6 +439,113 @@ enum PortalText {
         .importReportCount: "{count} rows were refused or adjusted.",
         .importCheckFailed: "The export could not be read: {reason}",
         .importOneAtATime: "Another import is running on this server; try again when it is done.",
+        // settings
+        .emailsLink: "E-mail templates",
+        .emailsTitle: "E-mail templates",
+        .settingsSignupGroup: "Sign-up and accounts",
+        .settingsPasswordGroup: "Passwords",
+        .settingsSessionGroup: "Sign-in and tokens",
+        .settingsProvidersGroup: "Apple and Google sign-in",
+        .settingsMetadataGroup: "Metadata fields",
+        .settingsPasskeyGroup: "Passkeys (relying party)",
+        .handleTypeLabel: "Handle type (handleType)",
+        .handleTypeHelp: "What a user's handle may be: email, phone or both.",
+        .userNamesLabel: "User names (userNamesEnabled)",
+        .anonymousLoginLabel: "Anonymous login (anonymousLoginEnabled)",
+        .localesLabel: "Locales",
+        .localesHelp: "Upper-case locale codes separated by commas, for example EN, FR, DE. EN must be one of them.",
+        .passwordFilterLabel: "Password filter (passwordFilter)",
+        .passwordFilterHelp: "When on, new passwords must meet the minimums below.",
+        .passwordMinLengthLabel: "Minimum length",
+        .passwordMinUpperLabel: "Minimum upper-case letters",
+        .passwordMinLowerLabel: "Minimum lower-case letters",
+        .passwordMinDigitLabel: "Minimum digits",
+        .passwordMinSpecialLabel: "Minimum special characters",
+        .range0to128: "From 0 to 128.",
+        .range1to100: "From 1 to 100.",
+        .range60to600: "From 60 to 600.",
+        .range60to86400: "From 60 to 86400.",
+        .twoFactorLabel: "Two-factor mode (twoFactorVerification)",
+        .twoFactorHelp: "none, phone (a code by SMS) or google (an authenticator app).",
+        .jwtExpiryLabel: "JWT expiry in hours (userJWTExpiration)",
+        .jwtExpiryHelp: "From 1 to 8760.",
+        .freshAuthLabel: "Fresh sign-in in minutes (freshAuthMinutes)",
+        .freshAuthHelp: "How recent a sign-in must be for destructive steps: from 1 to 1440.",
+        .appleLoginLabel: "Sign in with Apple (appleLoginEnabled)",
+        .appleBundleIdLabel: "Apple bundle ids (appleBundleId)",
+        .commaListHelp: "Identifiers separated by commas.",
+        .googleLoginLabel: "Sign in with Google (googleLoginEnabled)",
+        .googleClientIdLabel: "Google client ids (googleClientId)",
+        .googleAppNameLabel: "Google app name (googleAppName)",
+        .metadataInviteLabel: "Invite metadata fields (metaDataInvite)",
+        .metadataInviteHelp: "A JSON array, as the admin API takes it: the fields an invitation carries, for example [{\"path\": \"invite.team\", \"fieldName\": \"Team\"}].",
+        .metadataInviteNotJSON: "metaDataInvite must be a JSON array",
+        .rpIdLabel: "Relying party id (rpId)",
+        .rpIdHelp: "A domain name such as auth.example.com, without scheme, port or path.",
+        .rpNameLabel: "Relying party name (rpName)",
+        .rpNameHelp: "The name the passkey sheet shows; empty: the app's name.",
+        .allowedOriginsLabel: "Allowed origins (allowedOrigins)",
+        .allowedOriginsHelp: "One origin a line, for example https://app.example.com; empty: https://<rpId> only.",
+        .userVerificationLabel: "User verification (userVerification)",
+        .attestationLabel: "Attestation (attestation)",
+        .attestationHelp: "required needs trust anchors.",
+        .trustAnchorsLabel: "Attestation trust anchors (trustAnchors)",
+        .trustAnchorsHelp: "One certificate a line, the standard base64 of its DER.",
+        .passkeysPerUserLabel: "Passkeys per user (passkeysPerUser)",
+        .challengeLifetimeLabel: "Challenge lifetime in seconds (challengeLifetimeSeconds)",
+        .counterRegressionLabel: "Sign counter that did not grow (counterRegression)",
+        .signupCodeLifetimeLabel: "Signup code lifetime in seconds (signupCodeLifetimeSeconds)",
+        .yes: "yes",
+        .no: "no",
+        .lifecycleHeading: "App status",
+        .suspendHelp: "A suspended app's end-user API refuses every request until the app is activated again.",
+        .suspendAppButton: "Suspend app",
+        .activateAppButton: "Activate app",
+        .statusOperatorOnly: "Only an operator can suspend or activate an app.",
+        .appSuspended: "The app was suspended.",
+        .appActivated: "The app was activated.",
+        .deleteHeading: "Delete the app",
+        .deleteHelp: "Deleting the app removes its users, sessions, keys and records for good. It needs a recent sign-in.",
+        .confirmNameLabel: "Type the app's name to confirm",
+        .confirmNameHelp: "The app's name:",
+        .deleteButton: "Delete app",
+        .confirmNameWrong: "The name typed is not the app's name. Nothing was deleted.",
+        .jwksLabel: "Public keys (JWKS)",
+        .rotateSecretHeading: "Rotate the app secret",
+        .rotateSecretHelp: "A new app secret replaces the current one at once: update every tool that uses it.",
+        .rotateSecretButton: "Rotate app secret",
+        .secretRotated: "The app secret was rotated.",
+        .rotateRSAHeading: "Rotate the signing key",
+        .rotateRSAHelp: "A new RSA key signs new tokens. The old public key stays in the JWKS until the tokens it signed have expired.",
+        .retireLabel: "Keep the old key for (hours)",
+        .retireHelp: "From 0 to 8760; empty: the app's JWT expiry.",
+        .rotateRSAButton: "Rotate signing key",
+        .rsaRotated: "The signing key was rotated. The previous key stays in the JWKS until {date}.",
+        .retireInvalid: "retireAfterHours must be an integer from 0 to 8760",
+        .templateLabel: "Template",
+        .localeLabel: "Locale",
+        .openTemplateButton: "Open",
+        .templateIsDefault: "This app has no template of its own here: the built-in one is shown.",
+        .placeholdersHelp: "Placeholders: %CODE%, %HANDLE%, %APP_NAME%, %LINK%.",
+        .subjectLabel: "Subject",
+        .smsTextLabel: "SMS text",
+        .htmlLabel: "HTML body",
+        .textLabel: "Text body",
+        .textHelp: "Empty: the HTML body without its tags.",
+        .replyToLabel: "Reply-To",
+        .localeLinkTextLabel: "Link text",
+        .localeLinkTextHelp: "The text of the %LINK% link in the signUpLink e-mail.",
+        .previewButton: "Preview",
+        .saveTemplateButton: "Save template",
+        .resetTemplateButton: "Back to the built-in template",
+        .previewHeading: "Preview",
+        .previewHelp: "Rendered by the courier's renderer with sample values. The HTML is shown as source.",
+        .previewHTMLLabel: "HTML",
+        .previewTextLabel: "Text",
+        .templateSaved: "The template was saved.",
+        .templateReset: "The built-in template applies again.",
+        .previewNotSaved: "This is a preview: nothing was saved.",
+
     ]
 
     /// The text of `key`, with `{name}` placeholders filled from `fill`.

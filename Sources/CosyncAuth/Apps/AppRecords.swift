@@ -75,32 +75,7 @@ public struct AppRecords: Sendable {
     /// PUT: `{subject, html, text?, replyTo?, localeLinkText?}`.
     public func putTemplate(app: App, name: String, locale: String, input: [String: JSONValue], actor: String) async throws -> TemplateView {
         try checkTemplateKey(name, locale, settings: app.settings)
-        let allowed: Set<String> = ["subject", "html", "text", "replyTo", "localeLinkText"]
-        if let unknown = input.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw AdminFailure.invalid(FieldError(unknown, "unknown_field", "is not a field of a template"))
-        }
-        func text(_ key: String, required: Bool, max: Int) throws -> String {
-            guard let value = input[key] else {
-                if required { throw AdminFailure.invalid(FieldError(key, "required", "is required")) }
-                return ""
-            }
-            guard let string = value.stringValue else { throw AdminFailure.invalid(FieldError(key, "invalid_type", "must be a string")) }
-            guard string.count <= max else { throw AdminFailure.invalid(FieldError(key, "too_long", "must be at most \(max) characters")) }
-            return string
-        }
-        let replyTo = try text("replyTo", required: false, max: 254)
-        if !replyTo.isEmpty && !AppState.looksLikeEmail(replyTo) {
-            throw AdminFailure.invalid(FieldError("replyTo", "invalid_value", "must be an e-mail address"))
-        }
-        let subject = try text("subject", required: name != "sms" && name != "clickThrough", max: 500)
-        // A subject is one header line: a CR or LF (or any control character) could smuggle headers.
-        guard !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw AdminFailure.invalid(FieldError("subject", "invalid_value", "must be one line without control characters"))
-        }
-        let template = EmailTemplate(
-            subject: subject,
-            html: try text("html", required: true, max: 100_000), text: try text("text", required: false, max: 100_000),
-            replyTo: replyTo, localeLinkText: try text("localeLinkText", required: false, max: 200))
+        let template = try Self.draft(name: name, input: input)
         try await client.transaction(logger: logger) { db in
             try await AppRecordStore.upsertTemplate(db, appRef: app.ref, name: name, locale: locale, template: template, logger: logger)
             try await AuditLog.record(

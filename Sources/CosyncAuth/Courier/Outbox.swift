@@ -50,17 +50,7 @@ public struct Outbox: Sendable {
         values: [String: String], attachment: (name: String, data: [UInt8])? = nil, logger: Logger
     ) async throws {
         let template = try await Self.template(db, appRef: app.ref, name: name, locale: locale, logger: logger)
-        var all = values
-        all["APP_NAME"] = app.name
-        if name == "signUpLink", let link = values["LINK"] {
-            let text = template.localeLinkText.isEmpty ? "LINK" : template.localeLinkText
-            all["LINK"] = "<a href=\"\(Self.escapeHTML(link))\">\(Self.escapeHTML(text))</a>"
-        }
-        var plainValues = values
-        plainValues["APP_NAME"] = app.name
-        let subject = Self.render(template.subject, ["APP_NAME": app.name], html: false)
-        let html = Self.render(template.html, all, html: true)
-        let text = Self.render(template.text.isEmpty ? Self.stripTags(template.html) : template.text, plainValues, html: false)
+        let rendered = Self.compose(template, name: name, appName: app.name, values: values)
         // `sender` is the From the tenant asks for (its e-mail extension address), `reply_to` the
         // template's. The delivery worker decides at send time, when it knows which provider key it
         // uses: only with the app's own key may `sender` be the From; otherwise From is the operator's
@@ -68,7 +58,7 @@ public struct Outbox: Sendable {
         let settings = app.settings
         let sender = settings.emailExtension ? settings.emailExtensionSenderEmail : ""
         try await OutboxStore.insertEmail(
-            db, appRef: app.ref, to: to, template: name, subject: subject, text: text, html: html, sender: sender, senderName: app.name,
+            db, appRef: app.ref, to: to, template: name, subject: rendered.subject, text: rendered.text, html: rendered.html, sender: sender, senderName: app.name,
             replyTo: template.replyTo, attachmentName: attachment?.name, attachmentData: attachment.map { Data($0.data) }, logger: logger)
     }
 
@@ -86,9 +76,7 @@ public struct Outbox: Sendable {
             throw EndUserError.smsLimitReached
         }
         let template = try await Self.template(db, appRef: app.ref, name: "sms", locale: locale, logger: logger)
-        var all = values
-        all["APP_NAME"] = app.name
-        let text = Self.render(template.html, all, html: false)
+        let text = Self.compose(template, name: "sms", appName: app.name, values: values).text
         try await OutboxStore.insertSMS(db, appRef: app.ref, to: to, text: text, logger: logger)
     }
 
