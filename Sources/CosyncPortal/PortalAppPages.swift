@@ -121,70 +121,7 @@ extension PortalRoutes {
 
     // The settings, keys, lifecycle and e-mail template pages: PortalSettingsPages.swift.
 
-    // MARK: users
-
-    /// `GET /portal/apps/{appId}/users?q=`: by handle or user name, as the admin API's list.
-    func usersPage(_ request: Request, appId: String) async -> Response {
-        await signedIn(request) { visitor in
-            let (app, _) = try await access(visitor, appId: appId)
-            let query = PortalForm.queryParameters(request)
-            guard query != nil else { throw Stop.badRequest }
-            let q = try Self.searchText(query)
-            let cursor = query?["cursor"].flatMap { $0.isEmpty ? nil : $0 }
-            let found = try await services.users.list(app: app, query: q, limit: Self.pageSize, cursor: cursor)
-            let users: [[String: Any]] = found.users.map { user in
-                [
-                    "id": user.id.uuidString.lowercased(), "handle": user.handle, "userName": user.userName ?? "", "status": user.status.rawValue,
-                    "lastLogin": Self.date(user.lastLogin),
-                ]
-            }
-            var values: [String: Any] = ["users": users, "q": q ?? ""]
-            if let next = found.nextCursor {
-                values["nextURL"] = "/portal/apps/\(app.appId)/users?" + (q.map { "q=" + PortalForm.encode($0) + "&" } ?? "") + "cursor="
-                    + PortalForm.encode(next)
-            }
-            return appPage(visitor, app: app, current: "users", heading: .usersTitle, template: "users", values: values)
-        }
-    }
-
-    static func revokePurpose(appId: String, userId: String, sessionId: String) -> String {
-        "revoke:\(appId):\(userId.lowercased()):\(sessionId.lowercased())"
-    }
-
-    /// `GET /portal/apps/{appId}/users/{userId}`: the user and their sessions.
-    func userPage(_ request: Request, appId: String, userId: String) async -> Response {
-        await signedIn(request) { visitor in
-            let (app, role) = try await access(visitor, appId: appId)
-            let user = try await services.users.get(app: app, userId: userId)
-            let sessions = try await services.users.sessions(app: app, userId: userId)
-            let id = user.id.uuidString.lowercased()
-            let rows: [[String: Any]] = sessions.map { session in
-                let sessionId = session.id.uuidString.lowercased()
-                return [
-                    "id": sessionId, "method": session.provenBy.rawValue, "created": Self.date(session.createdAt),
-                    "lastSeen": Self.date(session.lastSeenAt), "address": session.clientAddress ?? "",
-                    "csrf": csrf.token(bound: visitor.cookie, purpose: Self.revokePurpose(appId: app.appId, userId: id, sessionId: sessionId)),
-                ]
-            }
-            let revoked = PortalForm.queryParameters(request)?["revoked"] == "1"
-            var page = makePage(
-                visitor, heading: PortalText.text(.userTitle, ["handle": user.handle]), template: "user",
-                values: ["appId": app.appId, "userId": id, "status": user.status.rawValue, "sessions": rows, "canEdit": role != .viewer])
-            page.app = (app.appId, app.name, "users")
-            if revoked { page.notice = PortalText.text(.sessionRevoked) }
-            return PortalPages.render(page)
-        }
-    }
-
-    /// `POST /portal/apps/{appId}/users/{userId}/sessions/{sessionId}/revoke`: ends one session.
-    func revokeSession(_ request: Request, appId: String, userId: String, sessionId: String) async -> Response {
-        await signedInPost(request, purpose: Self.revokePurpose(appId: appId, userId: userId, sessionId: sessionId)) { visitor, _ in
-            let (app, role) = try await access(visitor, appId: appId)
-            guard role != .viewer else { throw Stop.forbidden }
-            try await services.users.endSession(app: app, userId: userId, sessionId: sessionId, actor: visitor.actor)
-            return PortalPages.redirect("/portal/apps/\(app.appId)/users/\(PortalForm.encode(userId.lowercased()))?revoked=1")
-        }
-    }
+    // Users, a user, pending signups and invites: PortalUserPages.swift.
 
     // MARK: members
 

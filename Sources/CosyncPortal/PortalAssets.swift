@@ -94,6 +94,11 @@ enum PortalAssets {
         .status-failed, .status-dead { color: var(--error); font-weight: 600; }
         [hidden] { display: none !important; }
         .passkey { margin-top: 1.5rem; }
+        /* users */
+        form.action { margin: 0 0 1.25rem; }
+        form.action .help { margin: 0 0 .5rem; }
+        td.row-actions form { display: inline-block; margin: 0 .35rem .25rem 0; }
+        .danger-zone { border-top: 2px solid var(--error); margin-top: 2rem; }
         """
 
     static let script = """

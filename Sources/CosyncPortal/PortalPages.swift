@@ -104,7 +104,7 @@ enum PortalPages {
 
     /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
     /// file of pages added later. A name appears in one group only (the tests check).
-    static var templateSets: [[String: String]] { [templates, settingsTemplates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
+    static var templateSets: [[String: String]] { [templates, userTemplates, settingsTemplates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
 
     static let templates: [String: String] = [
         "layout": """
@@ -149,6 +149,7 @@ enum PortalPages {
             <li><a id="nav-keys" href="/portal/apps/{{appId}}/keys"{{#keysCurrent}} aria-current="page"{{/keysCurrent}}>{{t.keysLink}}</a></li>
             <li><a id="nav-emails" href="/portal/apps/{{appId}}/emails"{{#emailsCurrent}} aria-current="page"{{/emailsCurrent}}>{{t.emailsLink}}</a></li>
             <li><a id="nav-users" href="/portal/apps/{{appId}}/users"{{#usersCurrent}} aria-current="page"{{/usersCurrent}}>{{t.usersLink}}</a></li>
+            <li><a id="nav-pending" href="/portal/apps/{{appId}}/pending"{{#pendingCurrent}} aria-current="page"{{/pendingCurrent}}>{{t.pendingLink}}</a></li>
             <li><a id="nav-members" href="/portal/apps/{{appId}}/members"{{#membersCurrent}} aria-current="page"{{/membersCurrent}}>{{t.membersLink}}</a></li>
             <li><a id="nav-import" href="/portal/apps/{{appId}}/import"{{#importCurrent}} aria-current="page"{{/importCurrent}}>{{t.importLink}}</a></li>
             <li><a id="nav-audit" href="/portal/apps/{{appId}}/audit"{{#auditCurrent}} aria-current="page"{{/auditCurrent}}>{{t.auditLink}}</a></li>
@@ -293,39 +294,6 @@ enum PortalPages {
             <div><dt>{{t.membersCount}}</dt><dd>{{membersCount}}</dd></div>
             </dl>
             {{> observe.overview}}
-            """,
-        "users": """
-            <form method="get" action="/portal/apps/{{appId}}/users" role="search" class="search">
-            <label for="q">{{t.userSearchLabel}}</label>
-            <input id="q" name="q" type="search" value="{{q}}" maxlength="200">
-            <button type="submit">{{t.searchButton}}</button>
-            </form>
-            <table id="users">
-            <caption>{{t.usersCaption}}</caption>
-            <thead><tr><th scope="col">{{t.handleColumn}}</th><th scope="col">{{t.userNameColumn}}</th><th scope="col">{{t.userStatusColumn}}</th><th scope="col">{{t.lastLoginColumn}}</th></tr></thead>
-            <tbody>
-            {{#users}}<tr><td><a class="user-link" href="/portal/apps/{{appId}}/users/{{id}}">{{handle}}</a></td><td>{{userName}}</td><td>{{status}}</td><td>{{lastLogin}}</td></tr>
-            {{/users}}
-            </tbody>
-            </table>
-            {{^users}}<p>{{t.noUsers}}</p>{{/users}}
-            {{#nextURL}}<p><a id="next-page" href="{{nextURL}}">{{t.nextPage}}</a></p>{{/nextURL}}
-            """,
-        "user": """
-            <dl class="facts">
-            <div><dt>{{t.userIdLabel}}</dt><dd><code>{{userId}}</code></dd></div>
-            <div><dt>{{t.userStatusLabel}}</dt><dd>{{status}}</dd></div>
-            </dl>
-            <h2 id="sessions-heading">{{t.sessionsHeading}}</h2>
-            <table id="sessions">
-            <caption>{{t.sessionsCaption}}</caption>
-            <thead><tr><th scope="col">{{t.sessionMethodColumn}}</th><th scope="col">{{t.sessionCreatedColumn}}</th><th scope="col">{{t.sessionLastSeenColumn}}</th><th scope="col">{{t.sessionAddressColumn}}</th>{{#canEdit}}<th scope="col">{{t.sessionActionColumn}}</th>{{/canEdit}}</tr></thead>
-            <tbody>
-            {{#sessions}}<tr id="session-{{id}}"><td>{{method}}</td><td>{{created}}</td><td>{{lastSeen}}</td><td>{{address}}</td>{{#canEdit}}<td><form class="revoke-session" method="post" action="/portal/apps/{{appId}}/users/{{userId}}/sessions/{{id}}/revoke"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit" class="secondary">{{t.revokeButton}}</button></form></td>{{/canEdit}}</tr>
-            {{/sessions}}
-            </tbody>
-            </table>
-            {{^sessions}}<p>{{t.noSessions}}</p>{{/sessions}}
             """,
         "members": """
             {{#inviteSent}}

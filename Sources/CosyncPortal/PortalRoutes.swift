@@ -87,15 +87,6 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         router.post("portal/apps/:appId/keys/rotate-token") { request, context in
             await rotateToken(request, appId: context.parameters.get("appId") ?? "")
         }
-        router.get("portal/apps/:appId/users") { request, context in await usersPage(request, appId: context.parameters.get("appId") ?? "") }
-        router.get("portal/apps/:appId/users/:userId") { request, context in
-            await userPage(request, appId: context.parameters.get("appId") ?? "", userId: context.parameters.get("userId") ?? "")
-        }
-        router.post("portal/apps/:appId/users/:userId/sessions/:sessionId/revoke") { request, context in
-            await revokeSession(
-                request, appId: context.parameters.get("appId") ?? "", userId: context.parameters.get("userId") ?? "",
-                sessionId: context.parameters.get("sessionId") ?? "")
-        }
         router.get("portal/apps/:appId/members") { request, context in
             await membersPage(request, appId: context.parameters.get("appId") ?? "")
         }
@@ -106,6 +97,7 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         registerOperator(on: router)
         registerImport(on: router)
         registerObserve(on: router)
+        registerUserPages(on: router)
         registerWebhooks(on: router)
     }
 

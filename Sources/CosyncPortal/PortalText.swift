@@ -85,6 +85,22 @@ enum PortalText {
         case htmlLabel, textLabel, textHelp, replyToLabel, localeLinkTextLabel, localeLinkTextHelp, previewButton
         case saveTemplateButton, resetTemplateButton, previewHeading, previewHelp, previewHTMLLabel, previewTextLabel
         case templateSaved, templateReset, previewNotSaved
+        // users (user page, users search, pending signups and invites)
+        case usersPendingLink, usersLocaleLabel, usersActionsHeading, usersSuspendHelp, usersSuspendButton, usersActivateHelp
+        case usersActivateButton, usersSignOutEverywhereHelp, usersSignOutEverywhereButton, usersNewPasswordLabel
+        case usersNewPasswordHelp, usersSetPasswordButton, usersIdentitiesHeading, usersIdentitiesCaption
+        case usersIdentityKindColumn, usersIdentitySubjectColumn, usersIdentityEmailColumn, usersIdentityCreatedColumn
+        case usersIdentityLastUsedColumn, usersDetachButton, usersDetachLabel, usersNoIdentities, usersPasskeysHeading
+        case usersPasskeysCaption, usersPasskeyNameColumn, usersPasskeyPlatformColumn, usersPasskeyBackedUpColumn
+        case usersPasskeyCloneColumn, usersNoPasskeys, usersYes, usersNo, usersDeleteHeading, usersDeleteHelp
+        case usersDeleteConfirmLabel, usersDeleteButton, usersDeleteConfirmRequired, usersPasswordRequired, usersDeleted
+        case usersSuspendedNotice, usersActivatedNotice, usersPasswordSet, usersSignedOutEverywhere, usersIdentityDetached
+        case pendingLink, pendingTitle, pendingHelp, pendingInviteHeading, pendingInviteHandleLabel, pendingInviteLocaleLabel
+        case pendingInviteMetaDataLabel, pendingInviteMetaDataHelp, pendingInviteButton, pendingSignupsHeading
+        case pendingSignupsCaption, pendingInvitesHeading, pendingInvitesCaption, pendingStatusColumn, pendingLocaleColumn
+        case pendingSenderColumn, pendingCreatedColumn, pendingExpiresColumn, pendingCancelButton, pendingCancelLabel
+        case pendingResendButton, pendingResendLabel, pendingNoSignups, pendingNoInvites, pendingMoreSignups, pendingMoreInvites
+        case pendingCancelled, pendingInvited, pendingMetaDataNotJSON, pendingRateLimited
     }
 
     static let english: [Key: String] = [
@@ -182,7 +198,7 @@ enum PortalText {
         .readOnlyNote: "You can view this app but not change it.",
         .keysOwnerOnly: "Only the app's owners can rotate its keys.",
         .usersTitle: "Users",
-        .userSearchLabel: "Search users by handle or user name",
+        .userSearchLabel: "Search users by handle, user name or user id",
         .handleColumn: "Handle",
         .userNameColumn: "User name",
         .userStatusColumn: "Status",
@@ -546,6 +562,80 @@ enum PortalText {
         .templateReset: "The built-in template applies again.",
         .previewNotSaved: "This is a preview: nothing was saved.",
 
+        // users
+        .usersPendingLink: "Pending signups and invitations",
+        .usersLocaleLabel: "Locale",
+        .usersActionsHeading: "Actions",
+        .usersSuspendHelp: "Suspending ends every session and access token of this user; they cannot sign in until activated again.",
+        .usersSuspendButton: "Suspend",
+        .usersActivateHelp: "This user is suspended. Activating lets them sign in again.",
+        .usersActivateButton: "Activate",
+        .usersSignOutEverywhereHelp: "Ends every session of this user on every device.",
+        .usersSignOutEverywhereButton: "Sign out everywhere",
+        .usersNewPasswordLabel: "New password",
+        .usersNewPasswordHelp: "The app's password rules apply. The user's access tokens stop working.",
+        .usersSetPasswordButton: "Set password",
+        .usersIdentitiesHeading: "Identities",
+        .usersIdentitiesCaption: "Ways this user signs in",
+        .usersIdentityKindColumn: "Kind",
+        .usersIdentitySubjectColumn: "Subject",
+        .usersIdentityEmailColumn: "Email",
+        .usersIdentityCreatedColumn: "Added",
+        .usersIdentityLastUsedColumn: "Last used",
+        .usersDetachButton: "Detach",
+        .usersDetachLabel: "Detach the {kind} identity",
+        .usersNoIdentities: "This user has no identities.",
+        .usersPasskeysHeading: "Passkeys",
+        .usersPasskeysCaption: "The user's passkeys",
+        .usersPasskeyNameColumn: "Name",
+        .usersPasskeyPlatformColumn: "Platform",
+        .usersPasskeyBackedUpColumn: "Backed up",
+        .usersPasskeyCloneColumn: "Clone suspected",
+        .usersNoPasskeys: "This user has no passkeys.",
+        .usersYes: "yes",
+        .usersNo: "no",
+        .usersDeleteHeading: "Delete this user",
+        .usersDeleteHelp: "Deleting removes the user, their sessions and identities for good. It needs a fresh sign-in.",
+        .usersDeleteConfirmLabel: "I understand that this cannot be undone",
+        .usersDeleteButton: "Delete user",
+        .usersDeleteConfirmRequired: "Tick the box to confirm the deletion.",
+        .usersPasswordRequired: "Enter a new password.",
+        .usersDeleted: "The user was deleted.",
+        .usersSuspendedNotice: "The user is suspended; their sessions ended.",
+        .usersActivatedNotice: "The user is active again.",
+        .usersPasswordSet: "The password was set.",
+        .usersSignedOutEverywhere: "Every session of this user ended.",
+        .usersIdentityDetached: "The identity was detached.",
+        .pendingLink: "Pending",
+        .pendingTitle: "Pending signups and invitations",
+        .pendingHelp: "Signups waiting for their confirmation code or link, and invitations not accepted yet.",
+        .pendingInviteHeading: "Invite a user",
+        .pendingInviteHandleLabel: "Email address",
+        .pendingInviteLocaleLabel: "Locale of the e-mail",
+        .pendingInviteMetaDataLabel: "Invitation metadata",
+        .pendingInviteMetaDataHelp: "A JSON object with the app's invitation metadata fields, for example {\"role\": \"member\"}.",
+        .pendingInviteButton: "Send invitation",
+        .pendingSignupsHeading: "Pending signups",
+        .pendingSignupsCaption: "Signups not confirmed yet, newest first",
+        .pendingInvitesHeading: "Invitations",
+        .pendingInvitesCaption: "Invitations not accepted yet, newest first",
+        .pendingStatusColumn: "Status",
+        .pendingLocaleColumn: "Locale",
+        .pendingSenderColumn: "Sent by",
+        .pendingCreatedColumn: "Created",
+        .pendingExpiresColumn: "Expires",
+        .pendingCancelButton: "Cancel",
+        .pendingCancelLabel: "Cancel the one for {handle}",
+        .pendingResendButton: "Resend",
+        .pendingResendLabel: "Resend the invitation to {handle}",
+        .pendingNoSignups: "No pending signups.",
+        .pendingNoInvites: "No invitations.",
+        .pendingMoreSignups: "More signups",
+        .pendingMoreInvites: "More invitations",
+        .pendingCancelled: "Cancelled.",
+        .pendingInvited: "An invitation was e-mailed to {handle}.",
+        .pendingMetaDataNotJSON: "metaData must be a JSON object",
+        .pendingRateLimited: "Too many e-mails went to this address. Try again later.",
     ]
 
     /// The text of `key`, with `{name}` placeholders filled from `fill`.

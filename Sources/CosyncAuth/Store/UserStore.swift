@@ -81,7 +81,7 @@ public enum UserStore {
         return try await decode(rows).first
     }
 
-    /// Users ordered by handle; `query` matches a handle or user-name prefix; `after` is the last
+    /// Users ordered by handle; `query` matches a handle or user-name prefix, or is the user id; `after` is the last
     /// handle of the previous page.
     public static func list(
         _ db: PostgresConnection, appRef: Int64, query: String?, after: String?, limit: Int, logger: Logger
@@ -89,11 +89,13 @@ public enum UserStore {
         let after = after ?? ""
         if let query, !query.isEmpty {
             let pattern = AppStore.likePrefix(query.lowercased())
+            // A query that is a user id finds that user too (the handle order and cursor stay).
+            let id = UUID(uuidString: query)
             let rows = try await db.query(
                 """
                 SELECT \(unescaped: columns) FROM users
                 WHERE app_ref = \(appRef) AND lower(handle) > \(after)
-                  AND (lower(handle) LIKE \(pattern) OR lower(user_name) LIKE \(pattern))
+                  AND (lower(handle) LIKE \(pattern) OR lower(user_name) LIKE \(pattern) OR id = \(id))
                 ORDER BY lower(handle) LIMIT \(limit)
                 """, logger: logger)
             return try await decode(rows)

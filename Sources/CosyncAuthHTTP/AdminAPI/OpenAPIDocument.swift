@@ -32,7 +32,7 @@ enum OpenAPIDocument {
                   auth: .operatorOrAppSecret, success: ("200", "SecretRotation")),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/keys/rotate", summary: "Make a new signing key pair",
                   auth: .operatorOrAppSecret, body: "KeyRotationInput", success: ("200", "KeyRotation")),
-        Operation(method: "get", path: "/admin/v1/apps/{appId}/users", summary: "Search users by handle or user-name prefix",
+        Operation(method: "get", path: "/admin/v1/apps/{appId}/users", summary: "Search users by handle or user-name prefix, or an exact user id",
                   auth: .operatorOrAppSecret, success: ("200", "UserList"), query: ["query", "limit", "cursor"]),
         Operation(method: "post", path: "/admin/v1/apps/{appId}/users", summary: "Create a user", auth: .operatorOrAppSecret,
                   body: "UserInput", success: ("201", "User")),
