@@ -102,7 +102,8 @@ enum PortalAssets {
         """
 
     static let script = """
-        // CosyncAuth Portal: progressive enhancement only (copy buttons). Every page works without it.
+        // CosyncAuth Portal: progressive enhancement only (copy buttons, passkeys). Every page works without it
+        // except the passkey ceremony.
         (function () {
           "use strict";
           if (!navigator.clipboard || !document.querySelectorAll) { return; }
@@ -123,6 +124,93 @@ enum PortalAssets {
               }, function () {});
             });
             value.parentNode.insertBefore(button, value.nextSibling);
+          });
+        })();
+        // Passkeys (WebAuthn): the buttons with data-passkey="create" or "get" run a ceremony against the JSON
+        // endpoints their data attributes name, with the page's CSRF token, then go where the server says.
+        (function () {
+          "use strict";
+          var buttons = document.querySelectorAll("button[data-passkey]");
+          if (!buttons.length) { return; }
+          var supported = !!(window.PublicKeyCredential && navigator.credentials && window.fetch && window.atob);
+          function toBytes(text) {
+            var s = String(text).split("-").join("+").split("_").join("/");
+            while (s.length % 4) { s += "="; }
+            var raw = atob(s), out = new Uint8Array(raw.length);
+            for (var i = 0; i < raw.length; i++) { out[i] = raw.charCodeAt(i); }
+            return out.buffer;
+          }
+          function toText(buffer) {
+            var bytes = new Uint8Array(buffer), s = "";
+            for (var i = 0; i < bytes.length; i++) { s += String.fromCharCode(bytes[i]); }
+            s = btoa(s).split("+").join("-").split("/").join("_");
+            while (s.charAt(s.length - 1) === "=") { s = s.slice(0, -1); }
+            return s;
+          }
+          function ids(list) { (list || []).forEach(function (c) { c.id = toBytes(c.id); }); }
+          function credentialJSON(c) {
+            var r = c.response, out = { id: c.id, rawId: toText(c.rawId), type: c.type, response: { clientDataJSON: toText(r.clientDataJSON) } };
+            if (r.attestationObject) {
+              out.response.attestationObject = toText(r.attestationObject);
+              if (r.getTransports) { out.response.transports = r.getTransports(); }
+            } else {
+              out.response.authenticatorData = toText(r.authenticatorData);
+              out.response.signature = toText(r.signature);
+              if (r.userHandle) { out.response.userHandle = toText(r.userHandle); }
+            }
+            return out;
+          }
+          function post(url, body) {
+            return fetch(url, {
+              method: "POST", credentials: "same-origin",
+              headers: { "Content-Type": "application/json", "X-CSRF-Token": body.csrf },
+              body: JSON.stringify(body)
+            }).then(function (answer) {
+              return answer.json().then(function (json) {
+                if (!answer.ok) { var e = new Error(json.message || ""); e.fromServer = true; throw e; }
+                return json;
+              });
+            });
+          }
+          Array.prototype.forEach.call(buttons, function (button) {
+            var status = button.parentNode.querySelector("[role=alert]");
+            function say(text) { if (status) { status.textContent = text || ""; status.hidden = !text; } }
+            if (!supported) { say(button.getAttribute("data-text-unsupported")); return; }
+            button.hidden = false;
+            button.addEventListener("click", function () {
+              var create = button.getAttribute("data-passkey") === "create";
+              var body = { csrf: button.getAttribute("data-csrf") };
+              var email = document.getElementById(button.getAttribute("data-email-field") || "");
+              if (email && email.value) { body.email = email.value; }
+              var name = document.getElementById(button.getAttribute("data-name-field") || "");
+              if (name && name.value) { body.name = name.value; }
+              if (button.getAttribute("data-next")) { body.next = button.getAttribute("data-next"); }
+              button.disabled = true;
+              say("");
+              post(button.getAttribute("data-options"), body).then(function (answer) {
+                var o = answer.publicKey;
+                o.challenge = toBytes(o.challenge);
+                if (create) {
+                  o.user.id = toBytes(o.user.id);
+                  ids(o.excludeCredentials);
+                  return navigator.credentials.create({ publicKey: o });
+                }
+                ids(o.allowCredentials);
+                return navigator.credentials.get({ publicKey: o });
+              }).then(function (credential) {
+                if (!credential) { throw new Error(""); }
+                body.credential = credentialJSON(credential);
+                return post(button.getAttribute("data-finish"), body);
+              }).then(function (answer) {
+                window.location.assign(answer.location);
+              }).catch(function (error) {
+                button.disabled = false;
+                if (error && error.fromServer && error.message) { say(error.message); }
+                else if (error && error.name === "NotAllowedError") { say(button.getAttribute("data-text-cancelled")); }
+                else if (error && error.name === "InvalidStateError") { say(button.getAttribute("data-text-failed")); }
+                else { say(button.getAttribute("data-text-failed")); }
+              });
+            });
           });
         })();
         """

@@ -104,7 +104,7 @@ enum PortalPages {
 
     /// Every template, by group: this file's (sign-in, apps, the first app pages) and one group per
     /// file of pages added later. A name appears in one group only (the tests check).
-    static var templateSets: [[String: String]] { [templates, userTemplates, settingsTemplates, observeTemplates, webhookTemplates, operatorTemplates, importTemplates] }
+    static var templateSets: [[String: String]] { [templates, userTemplates, settingsTemplates, operatorTemplates, importTemplates, observeTemplates, webhookTemplates, passkeyTemplates] }
 
     static let templates: [String: String] = [
         "layout": """
@@ -128,6 +128,7 @@ enum PortalPages {
             {{#signedIn}}<li><a href="/portal"{{#appsCurrent}} aria-current="page"{{/appsCurrent}}>{{t.appsLink}}</a></li>{{/signedIn}}
             {{^signedIn}}<li><a href="/portal/sign-in">{{t.signInTitle}}</a></li>{{/signedIn}}
             {{#isOperator}}<li><a id="nav-tenants" href="/portal/tenants"{{#tenantsCurrent}} aria-current="page"{{/tenantsCurrent}}>{{t.tenantsLink}}</a></li>{{/isOperator}}
+            {{#signedIn}}<li><a id="nav-account" href="/portal/account"{{#accountCurrent}} aria-current="page"{{/accountCurrent}}>{{t.accountLink}}</a></li>{{/signedIn}}
             {{#isOperator}}<li><a id="nav-accounts" href="/portal/accounts"{{#accountsCurrent}} aria-current="page"{{/accountsCurrent}}>{{t.accountsLink}}</a></li>{{/isOperator}}
             </ul>
             </nav>
@@ -184,6 +185,7 @@ enum PortalPages {
             </div>
             <button id="sign-in-submit" type="submit">{{t.signInButton}}</button>
             </form>
+            {{> passkey.signIn}}
             """,
         "code": """
             <p id="code-help">{{t.codePrompt}}</p>
@@ -230,6 +232,7 @@ enum PortalPages {
             </div>
             <button id="enrol-submit" type="submit">{{t.enrolButton}}</button>
             </form>
+            {{> passkey.enrol}}
             """,
         "reauth": """
             <p id="reauth-help">{{t.reauthPrompt}}</p>
@@ -246,6 +249,7 @@ enum PortalPages {
             </div>
             <button id="reauth-submit" type="submit">{{t.reauthButton}}</button>
             </form>
+            {{> passkey.reauth}}
             """,
         "apps": """
             <form method="get" action="/portal" role="search" class="search">

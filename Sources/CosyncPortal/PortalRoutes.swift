@@ -99,6 +99,7 @@ public struct PortalRoutes<Context: PortalRequestContext>: Sendable {
         registerObserve(on: router)
         registerUserPages(on: router)
         registerWebhooks(on: router)
+        registerPasskeys(on: router)
     }
 
     static func asset(_ text: String, type: String) -> Response {

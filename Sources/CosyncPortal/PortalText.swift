@@ -54,6 +54,13 @@ enum PortalText {
         case deliverySending, deliveryDelivered, deliveryDead, deliveryTitle, deliveryReplayed, attemptsCaption, attemptColumn
         case attemptTimeColumn, attemptStatusColumn, attemptLatencyColumn, attemptsNone, replayButton, replayNeedsEnabled, replayRefused
         case backToWebhook
+        // passkey
+        case accountLink, accountTitle, accountTOTPLabel, accountTOTPOn, accountTOTPOff, passkeysHeading, passkeysCaption
+        case passkeyNameColumn, passkeyCreatedColumn, passkeyLastUsedColumn, passkeyActionColumn, passkeyRemoveButton, noPasskeys
+        case passkeyNeverUsed, passkeyAddHeading, passkeyNameLabel, passkeyAddButton, passkeySignInHeading, passkeySignInButton
+        case passkeyEnrolHeading, passkeyEnrolHelp, passkeyEnrolButton, passkeyReauthHeading, passkeyReauthButton, passkeyNoScript
+        case passkeyFailed, passkeyCancelled, passkeyUnsupported, passkeyUnavailable, passkeyExpired, passkeyRefused, passkeyExists
+        case passkeyLastFactor, passkeySignedOut
         // operator
         case tenantsLink, accountsLink, tenantsTitle, tenantsCaption, tenantSearchLabel, tenantUsersColumn, tenantSessionsColumn
         case tenantLastSignInColumn, tenantEventsColumn, noTenants, importAppLink
@@ -636,6 +643,41 @@ enum PortalText {
         .pendingInvited: "An invitation was e-mailed to {handle}.",
         .pendingMetaDataNotJSON: "metaData must be a JSON object",
         .pendingRateLimited: "Too many e-mails went to this address. Try again later.",
+        // passkey
+        .accountLink: "Account",
+        .accountTitle: "Your account",
+        .accountTOTPLabel: "Authenticator app (TOTP)",
+        .accountTOTPOn: "On",
+        .accountTOTPOff: "Off",
+        .passkeysHeading: "Passkeys",
+        .passkeysCaption: "Your passkeys",
+        .passkeyNameColumn: "Name",
+        .passkeyCreatedColumn: "Added",
+        .passkeyLastUsedColumn: "Last used",
+        .passkeyActionColumn: "Action",
+        .passkeyRemoveButton: "Remove",
+        .noPasskeys: "You have no passkeys yet.",
+        .passkeyNeverUsed: "never",
+        .passkeyAddHeading: "Add a passkey",
+        .passkeyNameLabel: "Name of the new passkey (optional)",
+        .passkeyAddButton: "Add a passkey",
+        .passkeySignInHeading: "Or use a passkey",
+        .passkeySignInButton: "Sign in with a passkey",
+        .passkeyEnrolHeading: "Or use a passkey instead",
+        .passkeyEnrolHelp: "Sign in with this device's screen lock or a security key instead of codes.",
+        .passkeyEnrolButton: "Create a passkey",
+        .passkeyReauthHeading: "Or confirm with a passkey",
+        .passkeyReauthButton: "Confirm with a passkey",
+        .passkeyNoScript: "Passkeys need JavaScript. Turn it on for this site and reload the page.",
+        .passkeyFailed: "The passkey could not be used. Please try again.",
+        .passkeyCancelled: "The passkey request was cancelled or timed out.",
+        .passkeyUnsupported: "This browser cannot use passkeys.",
+        .passkeyUnavailable: "Passkeys are not available on this Portal.",
+        .passkeyExpired: "This passkey request has expired. Reload the page and try again.",
+        .passkeyRefused: "This passkey could not be verified.",
+        .passkeyExists: "This passkey is registered already.",
+        .passkeyLastFactor: "This passkey is your only way to sign in: add another passkey or an authenticator app first.",
+        .passkeySignedOut: "You are signed out. Sign in again.",
     ]
 
     /// The text of `key`, with `{name}` placeholders filled from `fill`.

@@ -45,6 +45,10 @@ public struct ServerConfiguration: Sendable {
     /// A path prefix under which the AppKey routes are mounted too (`COSYNC_APPKEY_PREFIX`, e.g.
     /// `/appkey` → `/appkey/api/appuser/login`); nil: only the shared `/api/appuser/…` dispatch.
     public var appKeyPrefix: String? = nil
+    /// The Portal's passkey relying party (`COSYNC_PORTAL_RP_ID`, `COSYNC_PORTAL_ORIGIN`; nil: the public
+    /// URL's host and origin). See `PortalRelyingParty`.
+    public var portalRPID: String? = nil
+    public var portalOrigin: String? = nil
     /// On SIGTERM/SIGINT: how long `/readyz` answers 503 while the node keeps serving
     /// (`COSYNC_SHUTDOWN_DRAIN_SECONDS`, default 3), then how long in-flight work may take
     /// (`COSYNC_SHUTDOWN_TIMEOUT_SECONDS`, default 20).
@@ -220,6 +224,9 @@ public struct ServerConfiguration: Sendable {
         if let minutes = try number("COSYNC_PHONE_CODE_MINUTES", 5...1440) { flows.phoneCodeLifetime = minutes * 60 }
         if let seconds = try number("COSYNC_JWKS_MIN_REFETCH_SECONDS", 0...86400) { social.minimumRefetchInterval = .seconds(seconds) }
         if let prefix = value("COSYNC_APPKEY_PREFIX") { appKeyPrefix = try Self.parseAppKeyPrefix(prefix) }
+        if let rpId = value("COSYNC_PORTAL_RP_ID") { portalRPID = try Self.parsePortalRPID(rpId) }
+        if let origin = value("COSYNC_PORTAL_ORIGIN") { portalOrigin = try Self.parsePortalOrigin(origin) }
+        try checkPortalRelyingParty()
         try webhooks.read(env)
     }
 

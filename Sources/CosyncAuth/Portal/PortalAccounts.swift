@@ -322,6 +322,10 @@ public final class PortalAccounts: Sendable {
             throw PortalError.invalidCredentials
         }
         guard let row, row.status == "active" else { throw PortalError.invalidCredentials }
+        if !row.totpEnabled, try await client.withConnection({ db in try await PortalPasskeyStore.hasPasskey(db, accountId: row.id, logger: logger) }) {
+            // Enrolled with a passkey and no TOTP: the password alone never starts a new enrolment.
+            throw PortalError.badInput("This account signs in with its passkey: choose “Sign in with a passkey”.")
+        }
         if !row.totpEnabled {
             // The password was set from an invite, but the enrolment never finished: a new secret.
             let secret = TOTP.newSecret()
@@ -456,8 +460,10 @@ public final class PortalAccounts: Sendable {
             guard let row = try await PortalStore.touchSession(
                 db, secretHash: hash, idleSeconds: Self.idleSeconds, absoluteSeconds: Self.absoluteSeconds, logger: logger),
                 let account = try await PortalStore.account(db, id: row.accountId, logger: logger),
-                account.status == "active", account.totpEnabled
+                account.status == "active"
             else { return nil }
+            // Enrolled: a confirmed TOTP, or a passkey (PortalPasskeys).
+            if !account.totpEnabled, !(try await PortalPasskeyStore.hasPasskey(db, accountId: account.id, logger: logger)) { return nil }
             return Self.session(row, account: Self.account(account))
         }
     }

@@ -11,7 +11,7 @@
 # and requests; else .local/test-venv/bin/python), PORTAL_DB (default cosyncauth_portal), COSYNC_ARTIFACTS
 # (the screenshots; default Tests/system/portal/artifacts, git-ignored), PORTAL_LOG_LEVEL (default info).
 #
-# The public URL is http://127.0.0.1:<port>: the Portal's cookie is then `cosync-portal` without Secure (the
+# The public URL is http://localhost:<port> (the server listens on 127.0.0.1): the Portal's cookie is then `cosync-portal` without Secure (the
 # http-on-loopback development setting), so Chromium needs no TLS front. The first operator's invite comes from
 # `cosyncauth portal-operator --email …` (its output names /portal/invite/<code>); every later invite link is
 # read from the members page (element invite-link), so no e-mail is needed.
@@ -49,7 +49,8 @@ print_log() { echo "---- server log (last 80 lines) ----" >&2; tail -80 "$LOG" >
 
 server_database "$PORTAL_DB" "$WORK"
 HTTP_PORT="$(pg_free_port "${PORTAL_HTTP_PORT:-18710}")"
-BASE="http://127.0.0.1:$HTTP_PORT"
+# localhost, not 127.0.0.1: the Portal's passkey RP ID is the public URL's host, and WebAuthn takes no IP address.
+BASE="http://localhost:$HTTP_PORT"
 OPERATOR_TOKEN="cop_portal_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
 OPERATOR_EMAIL="operator@portal.example.com"

@@ -1,5 +1,5 @@
 """The Portal in a real browser (issue 23): Debian's Chromium, headless, driven by Selenium through the pages of
-/portal on a live port, black-box. Started by run.sh, which starts the server (public URL http://127.0.0.1:<port>)
+/portal on a live port, black-box. Started by run.sh, which starts the server (public URL http://localhost:<port>)
 and makes the first operator's invite with `cosyncauth portal-operator --email …`.
 
 The walk (each account in a browser profile of its own):
@@ -12,7 +12,8 @@ The walk (each account in a browser profile of its own):
      works. It invites a developer as editor and a viewer (the links are read from #invite-link: an operator's
      members page shows it; an owner's only says the e-mail went out).
   2. (The end user's signup is part of 1.)
-  3. The developer accepts, enrols, signs in; sees only its app; sets the signup flow to `code` and adds a
+  3. The developer accepts, enrols TOTP, adds a passkey on /portal/account (Chromium's virtual authenticator),
+     signs out and signs in with the passkey (#passkey-sign-in, no e-mail typed); sees only its app; sets the signup flow to `code` and adds a
      metadata field (a refused field first: the API's message in #form-error); a new signup through the end-user
      API then waits for its code. Its keys page has no rotate form and its forged rotation answers 403 (keys are
      the owners'). The end user logs in again (a second session); the developer finds the user and revokes one
@@ -50,6 +51,7 @@ import requests
 from selenium import webdriver
 from selenium.common.exceptions import JavascriptException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -478,6 +480,64 @@ class Portal:
         self.submit("code-submit", "after-sign-in")
         self.expect_signed_in("after password + TOTP")
 
+    # -- passkeys (Chromium's virtual authenticator, through the WebDriver WebAuthn extension) --
+    def add_virtual_authenticator(self):
+        """A platform authenticator in this profile: CTAP2, resident keys, user verification that always
+        succeeds (a passkey on this device). It signs with a counter that goes up by one per use."""
+        self.driver.add_virtual_authenticator(VirtualAuthenticatorOptions(
+            protocol="ctap2", transport="internal", has_resident_key=True, has_user_verification=True,
+            is_user_consenting=True, is_user_verified=True))
+
+    def passkey_click(self, button, label):
+        """Clicks a passkey button (portal.js runs the ceremony, then loads the page the server names) and
+        waits for the next page; a refusal the script shows in the status line fails at once."""
+        element = self.el(button, "the passkey button (portal.js shows it when WebAuthn is there)")
+        WebDriverWait(self.driver, 10, poll_frequency=0.1).until(lambda d: element.is_displayed())
+        old = self.driver.find_element(By.TAG_NAME, "html")
+        element.click()
+
+        def done(d):
+            if _stale(old):
+                return True
+            shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, "[role=alert]") if e.is_displayed() and e.text.strip()]
+            if shown:
+                raise CheckFailed(f"{label}: the passkey ceremony was refused: {shown[0]!r}")
+            return False
+        try:
+            WebDriverWait(self.driver, 30, poll_frequency=0.1).until(done)
+        except TimeoutException:
+            raise CheckFailed(f"{label}: the passkey button did not lead to a new page") from None
+        return self.settle(label)
+
+    def passkeys_held(self):
+        return self.driver.get_credentials()
+
+    def add_passkey(self, name):
+        """On /portal/account: adds a passkey of this profile's virtual authenticator; it is then listed."""
+        self.get("/portal/account", "account")
+        if not self.has("passkeys"):
+            self.fail("the account page has no #passkeys list")
+        self.fill("passkey-name", name)
+        self.passkey_click("passkey-add", "account-passkey-added")
+        if self.path() != "/portal/account":
+            raise CheckFailed(f"adding a passkey ended on {self.path()}, not /portal/account")
+        listed = [e.text.strip() for e in self.driver.find_elements(By.CSS_SELECTOR, "#passkeys .passkey-name")]
+        if name not in listed:
+            self.fail(f"#passkeys lists {listed}, not the new passkey {name!r}")
+        if len(self.passkeys_held()) != 1:
+            self.fail(f"the virtual authenticator holds {len(self.passkeys_held())} credentials (one resident key expected)")
+
+    def sign_in_with_passkey(self):
+        """The sign-in page's passkey button, no e-mail typed (a discoverable credential)."""
+        self.get("/portal/sign-in", "sign-in")
+        before = [c.sign_count for c in self.passkeys_held()]
+        self.passkey_click("passkey-sign-in", "after-passkey-sign-in")
+        self.expect_signed_in("after the passkey sign-in")
+        self.check_cookie()
+        after = [c.sign_count for c in self.passkeys_held()]
+        if sum(after) <= sum(before):
+            self.fail(f"the virtual authenticator's passkey was not used (sign counts {before} → {after})")
+
     @classmethod
     def signed_in(cls, who, args, world):
         """A new browser signed in as one of world["accounts"] ("operator", "developer": the walk app's
@@ -681,8 +741,14 @@ def walk(args, world):
     world["browsers"].append(dev)
     dev.accept_invite(dev_link, dev_email, PASSWORD_LENGTH_OK + "dev")
     world["accounts"]["developer"] = (dev.email, dev.password, dev.auth)
+    # It adds a passkey (Chromium's virtual authenticator) on its account page, signs out, and signs in with the
+    # passkey alone. Its TOTP stays, so Portal.signed_in("developer") (a new profile, without this
+    # authenticator) still signs in with password + TOTP.
+    dev.add_virtual_authenticator()
+    dev.add_passkey("Walk laptop")
     dev.sign_out()
-    dev.sign_in()
+    dev.sign_in_with_passkey()
+    log("the developer signed in with its passkey (virtual authenticator)")
     if dev.path().rstrip("/") != "/portal":
         dev.get("/portal", "apps")
     listed = dev.apps_listed()
