@@ -70,7 +70,7 @@ extension PortalRoutes {
         var page = makePage(visitor, heading: PortalText.text(heading), template: template, values: all, status: status)
         if let app { page.app = (app.appId, app.name, "import") }
         page.error = error
-        // The page reloads itself while the work runs (`<meta http-equiv="refresh">`; no script needed).
+        // The page reloads itself while the work runs (the Refresh header; no script needed).
         if refresh { page.refreshSeconds = 2 }
         return PortalPages.render(page)
     }
@@ -200,6 +200,7 @@ extension PortalRoutes {
                 "csrf": csrf.token(bound: visitor.cookie, purpose: "import-run:" + job.id),
             ]
             values[job.phase.rawValue] = true
+            values["working"] = job.phase == .checking || job.phase == .running
             if let failure = job.failure { values["failure"] = PortalText.text(.importFailed, ["reason": failure]) }
             if job.phase == .done { values["reportCount"] = PortalText.text(.importReportCount, ["count": String(job.reportEntries)]) }
             let working = job.phase == .checking || job.phase == .running
@@ -287,6 +288,7 @@ extension PortalPages {
             {{/canRun}}
             </section>
             {{^checking}}{{^running}}<p><a id="import-again" href="{{base}}">{{t.importStartOver}}</a></p>{{/running}}{{/checking}}
+            {{#working}}<p><a id="import-reload" href="{{base}}/{{job}}">{{t.importReload}}</a></p>{{/working}}
             """,
     ]
 }

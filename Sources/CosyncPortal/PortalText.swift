@@ -73,7 +73,7 @@ enum PortalText {
         case importOwnerOnly, importChecking, importDryRunHeading, importSummaryCaption, importCollectionColumn, importReadColumn
         case importImportedColumn, importRefusedColumn, importAdjustedColumn, importNotesHeading, importRunButton, importRunning
         case importProgressLabel, importDone, importFailed, importTooLarge, importNotMultipart, importWrongApp, importFileRequired
-        case importJobGone, importStartOver, importReportCount, importCheckFailed, importOneAtATime
+        case importJobGone, importStartOver, importReportCount, importCheckFailed, importOneAtATime, importReload
         // settings
         case emailsLink, emailsTitle, settingsSignupGroup, settingsPasswordGroup, settingsSessionGroup, settingsProvidersGroup
         case settingsMetadataGroup, settingsPasskeyGroup, handleTypeLabel, handleTypeHelp, userNamesLabel, anonymousLoginLabel
@@ -462,6 +462,7 @@ enum PortalText {
         .importReportCount: "{count} rows were refused or adjusted.",
         .importCheckFailed: "The export could not be read: {reason}",
         .importOneAtATime: "Another import is running on this server; try again when it is done.",
+        .importReload: "Check again (the page also refreshes itself every 2 seconds)",
         // settings
         .emailsLink: "E-mail templates",
         .emailsTitle: "E-mail templates",
