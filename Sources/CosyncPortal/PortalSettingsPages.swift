@@ -730,7 +730,7 @@ extension PortalPages {
             </div>
             <div class="field">
             <label for="replyTo">{{t.replyToLabel}}</label>
-            <input id="replyTo" name="replyTo" type="email" value="{{replyTo}}">
+            <input id="replyTo" name="replyTo" type="text" inputmode="email" autocomplete="off" spellcheck="false" value="{{replyTo}}">
             </div>
             <div class="field">
             <label for="localeLinkText">{{t.localeLinkTextLabel}}</label>

@@ -1205,6 +1205,9 @@ def main():
         walk(args, world)
         # Later pages walk in modules of their own (walk_<pages>.py beside this file, each with
         # run(args, world)), in name order, after the main walk: they sign in with world's accounts.
+        # They import this file as `walk`: that must be this very module (not a second copy of it), so
+        # that what they record in Portal.failures and Portal.pages is reported below.
+        sys.modules.setdefault("walk", sys.modules[__name__])
         for module in sorted(n[:-3] for n in os.listdir(os.path.dirname(os.path.abspath(__file__)))
                              if n.startswith("walk_") and n.endswith(".py")):
             log(f"walk: {module}")
