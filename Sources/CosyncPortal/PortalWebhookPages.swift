@@ -88,6 +88,7 @@ extension PortalRoutes {
         let rows: [[String: Any]] = endpoints.map { endpoint in
             [
                 "id": endpoint.id.uuidString.lowercased(), "url": endpoint.url, "description": endpoint.description,
+                "hasDescription": !endpoint.description.isEmpty,
                 "types": endpoint.eventTypes.joined(separator: ", "), "state": Self.state(endpoint),
                 "failures": String(endpoint.consecutiveFailures), "created": Self.date(endpoint.createdAt),
             ]
@@ -157,9 +158,7 @@ extension PortalRoutes {
             "webhookId": id, "url": form?["url"] ?? endpoint.url, "description": form?["description"] ?? endpoint.description,
             "currentUrl": endpoint.url, "currentDescription": endpoint.description, "eventTypes": endpoint.eventTypes.joined(separator: ", "),
             "enabled": form.map { $0["enabled"] != nil } ?? endpoint.enabled, "state": Self.state(endpoint),
-            "disabledReason": endpoint.disabledReason ?? "", "failures": String(endpoint.consecutiveFailures),
-            "created": Self.date(endpoint.createdAt), "updated": Self.date(endpoint.updatedAt),
-            "previousSecretExpires": Self.date(endpoint.previousSecretExpiresAt),
+            "failures": String(endpoint.consecutiveFailures), "created": Self.date(endpoint.createdAt), "updated": Self.date(endpoint.updatedAt),
             "types": Self.eventTypeBoxes(chosen, prefix: "type-"), "deliveries": deliveries,
             "canEdit": canEdit, "canDisable": canEdit && endpoint.enabled, "canDelete": role == .owner,
             "editCSRF": csrf.token(bound: visitor.cookie, purpose: Self.webhookPurpose("edit", appId: app.appId, webhookId: id)),
@@ -168,6 +167,9 @@ extension PortalRoutes {
             "deleteCSRF": csrf.token(bound: visitor.cookie, purpose: Self.webhookPurpose("delete", appId: app.appId, webhookId: id)),
         ]
         if let secret { values["secret"] = secret }
+        // Mustache shows a section for an empty string too: optional facts are left out when there are none.
+        if let reason = endpoint.disabledReason, !reason.isEmpty { values["disabledReason"] = reason }
+        if let expires = endpoint.previousSecretExpiresAt, expires > Date() { values["previousSecretExpires"] = Self.date(expires) }
         if let next = page.nextCursor { values["nextURL"] = "/portal/apps/\(app.appId)/webhooks/\(id)?cursor=" + PortalForm.encode(next) }
         return appPage(
             visitor, app: app, current: "webhooks", heading: .webhookTitle, template: "observe.webhook", values: values, error: error, notice: notice,
@@ -270,11 +272,10 @@ extension PortalRoutes {
             let labels: [String: PortalText.Key] = [
                 "pending": .deliveryPending, "sending": .deliverySending, "delivered": .deliveryDelivered, "dead": .deliveryDead,
             ]
-            let values: [String: Any] = [
+            var values: [String: Any] = [
                 "webhookId": id, "url": endpoint.url, "messageId": delivery.messageId, "type": delivery.eventType,
                 "status": labels[delivery.status].map { PortalText.text($0) } ?? delivery.status, "attemptCount": String(delivery.attempts),
-                "created": Self.date(delivery.createdAt), "delivered": Self.date(delivery.deliveredAt),
-                "next": delivery.status == "pending" ? Self.date(delivery.nextAttempt) : "", "lastError": delivery.lastError ?? "",
+                "created": Self.date(delivery.createdAt),
                 "attempts": attempts.map { attempt -> [String: Any] in
                     [
                         "attempt": String(attempt.attempt), "time": Self.date(attempt.createdAt),
@@ -282,10 +283,14 @@ extension PortalRoutes {
                     ]
                 },
                 "canReplay": role != .viewer && finished && endpoint.enabled,
-                "replayNote": role != .viewer && finished && !endpoint.enabled ? PortalText.text(.replayNeedsEnabled) : "",
                 "csrf": csrf.token(
                     bound: visitor.cookie, purpose: Self.webhookPurpose("replay", appId: app.appId, webhookId: id, messageId: delivery.messageId)),
             ]
+            // Mustache shows a section for an empty string too: optional facts are left out when there are none.
+            if let delivered = delivery.deliveredAt { values["delivered"] = Self.date(delivered) }
+            if delivery.status == "pending" { values["next"] = Self.date(delivery.nextAttempt) }
+            if let error = delivery.lastError, !error.isEmpty { values["lastError"] = error }
+            if role != .viewer && finished && !endpoint.enabled { values["replayNote"] = PortalText.text(.replayNeedsEnabled) }
             var page = makePage(
                 visitor, heading: PortalText.text(.deliveryTitle, ["id": delivery.messageId]), template: "observe.delivery", values: values)
             page.values["appId"] = app.appId
@@ -320,7 +325,7 @@ extension PortalPages {
             <caption>{{t.webhooksCaption}}</caption>
             <thead><tr><th scope="col">{{t.webhookUrlColumn}}</th><th scope="col">{{t.webhookTypesColumn}}</th><th scope="col">{{t.webhookStateColumn}}</th><th scope="col">{{t.webhookFailuresColumn}}</th><th scope="col">{{t.webhookCreatedColumn}}</th></tr></thead>
             <tbody>
-            {{#webhooks}}<tr id="webhook-{{id}}"><td><a class="webhook-link wrap" href="/portal/apps/{{appId}}/webhooks/{{id}}">{{url}}</a>{{#description}}<br><span class="help">{{description}}</span>{{/description}}</td><td>{{types}}</td><td>{{state}}</td><td>{{failures}}</td><td>{{created}}</td></tr>
+            {{#webhooks}}<tr id="webhook-{{id}}"><td><a class="webhook-link wrap" href="/portal/apps/{{appId}}/webhooks/{{id}}">{{url}}</a>{{#hasDescription}}<br><span class="help">{{description}}</span>{{/hasDescription}}</td><td>{{types}}</td><td>{{state}}</td><td>{{failures}}</td><td>{{created}}</td></tr>
             {{/webhooks}}
             </tbody>
             </table>
