@@ -193,7 +193,7 @@ public final class PortalPasskeys: Sendable {
     // MARK: registration (enrolment after an invitation, and adding one)
 
     /// Options to enrol a passkey with an enrolment ticket (the invitation was accepted; no second
-    /// factor confirmed yet). nil when the ticket is not live.
+    /// factor confirmed yet). `expired` when the ticket is not live.
     public func enrolOptions(ticket: String) async throws -> JSONValue {
         let rp = try rp()
         guard let hash = PortalAccounts.secretHash(ticket) else { throw PortalPasskeyError.expired }
