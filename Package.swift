@@ -116,6 +116,7 @@ let package = Package(
                 "CosyncAuth",
                 "CosyncAuthHTTP",
                 "LegacyImport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "OTel", package: "swift-otel"),

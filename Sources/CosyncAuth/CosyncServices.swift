@@ -65,9 +65,12 @@ public struct CosyncServices: Sendable {
         let email: any EmailTransport = configuration.emailTransport == "sendgrid"
             ? SendGridTransport(baseURL: configuration.sendGridBaseURL, apiKey: configuration.sendGridAPIKey) : log
         let sms: any SMSTransport = configuration.smsTransport == "twilio" ? TwilioTransport(baseURL: configuration.twilioBaseURL) : log
-        return DeliveryWorker(
+        var worker = DeliveryWorker(
             client: client, box: configuration.secretBox, email: email, sms: sms, logger: logger,
             operatorFrom: configuration.emailFrom, pollInterval: pollInterval ?? configuration.courierPollInterval)
+        worker.wake = state.outboxWork
+        worker.idlePoll = configuration.workerIdlePoll
+        return worker
     }
 
     /// The same services with a state of their own (a second "node" in one process, for tests), and
@@ -81,8 +84,14 @@ public struct CosyncServices: Sendable {
 
     /// The listener that keeps this node's app cache in step with every node's changes (without it
     /// running, the cache serves nothing).
+    /// Keeps RSA key pairs generated ahead for new apps (`COSYNC_KEY_POOL_SIZE`).
+    public func keyPoolFiller() -> KeyPoolFiller {
+        KeyPoolFiller(
+            client: client, box: configuration.secretBox, size: configuration.keyPoolSize, logger: logger, taken: apps.keyPoolTaken)
+    }
+
     public func appCacheListener() -> AppCacheListener {
-        AppCacheListener(cache: apps.cache, client: client, logger: logger)
+        AppCacheListener(cache: apps.cache, client: client, logger: logger, state: state)
     }
 
     /// The same services with another AppKey path prefix (tests mount it without a new environment).

@@ -13,7 +13,7 @@ struct CosyncAuthCommand: AsyncParsableCommand {
         abstract: "CosyncAuth: a multi-tenant authentication server for mobile apps, on PostgreSQL.",
         subcommands: [
             Serve.self, Migrate.self, AppCommand.self, ImportLegacyCommand.self, OperatorTokenCommand.self, PortalOperatorCommand.self,
-            DoctorCommand.self, BenchBcrypt.self, BenchPasskey.self, BenchPKSelect.self, BenchToken.self, BenchSeedApps.self,
+            DoctorCommand.self, BenchBcrypt.self, BenchPasskey.self, BenchPKSelect.self, BenchToken.self, BenchSeedApps.self, BenchBare.self,
         ],
         defaultSubcommand: Serve.self)
 }

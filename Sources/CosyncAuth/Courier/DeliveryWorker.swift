@@ -35,6 +35,10 @@ public struct DeliveryWorker: Service {
     let leaseSeconds: Int
     /// Concurrent claim-send-mark loops in `run()`, so one slow provider call does not hold the rest.
     let lanes: Int
+    /// The node's wake-up for new messages (`NOTIFY cosync_work, 'outbox'`); nil: poll.
+    var wake: WorkSignal? = nil
+    /// With notifications coming, how often an idle worker still looks (`COSYNC_WORKER_IDLE_POLL_MS`).
+    var idlePoll: Duration = .seconds(5)
 
     public init(
         client: PostgresClient, box: SecretBox, email: any EmailTransport, sms: any SMSTransport, logger: Logger,
@@ -67,10 +71,13 @@ public struct DeliveryWorker: Service {
 
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<lanes {
+            for lane in 0..<lanes {
                 group.addTask {
+                    // Idle, the first lane looks every `idlePoll` (retries fall due without a notification);
+                    // the others only when notified or once a minute.
                     await runClaimLane(
-                        pollInterval: pollInterval, inFlightLimit: Self.inFlightLimit, claim: { try await claim() },
+                        pollInterval: pollInterval, inFlightLimit: Self.inFlightLimit, wake: wake,
+                        idlePoll: lane == 0 ? idlePoll : .seconds(60), claim: { try await claim() },
                         deliver: { try await deliver($0) })
                 }
             }

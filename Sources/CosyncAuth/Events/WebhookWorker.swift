@@ -42,6 +42,10 @@ public struct WebhookWorker: Service {
     let leaseSeconds: Int
     /// The longest a lane waits for its batch (all its waves of sends) before it claims again.
     let batchTimeLimit: Duration
+    /// The node's wake-up for new deliveries (`NOTIFY cosync_work, 'webhooks'`); nil: poll.
+    var wake: WorkSignal? = nil
+    /// With notifications coming, how often an idle worker still looks (`COSYNC_WORKER_IDLE_POLL_MS`).
+    var idlePoll: Duration = .seconds(5)
 
     public init(
         client: PostgresClient, box: SecretBox, settings: WebhookSettings, logger: Logger, pollInterval: Duration = .milliseconds(500),
@@ -71,7 +75,7 @@ public struct WebhookWorker: Service {
             for lane in 0..<lanes {
                 group.addTask {
                     await runClaimLane(
-                        pollInterval: pollInterval, inFlightLimit: batchTimeLimit,
+                        pollInterval: pollInterval, inFlightLimit: batchTimeLimit, wake: wake, idlePoll: idlePoll,
                         claim: { () async throws -> [Claimed]? in
                             if lane > 0, !activity.withLockedValue({ $0.backlog || $0.firstLaneSending }) { return nil }
                             let batch = try await claim(limit: batchSize)
@@ -95,7 +99,7 @@ public struct WebhookWorker: Service {
                     _ = try? await cancelWhenGracefulShutdown {
                         try await withDeadline(.seconds(2)) { [self] in await sampleMetrics(); return true }
                     }
-                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(15)) }
                 }
             }
         }
@@ -390,8 +394,11 @@ extension CosyncServices {
 
     /// The webhook delivery worker for this configuration.
     public func webhookWorker(pollInterval: Duration? = nil) -> WebhookWorker {
-        WebhookWorker(
+        var worker = WebhookWorker(
             client: client, box: configuration.secretBox, settings: configuration.webhooks, logger: logger,
             pollInterval: pollInterval ?? configuration.courierPollInterval)
+        worker.wake = state.webhookWork
+        worker.idlePoll = configuration.workerIdlePoll
+        return worker
     }
 }

@@ -27,6 +27,8 @@ public struct DatabaseMonitor: Service {
     let logger: Logger
     let interval: Duration
     let probeTimeout: Duration
+    /// How often the pool and outbox figures are sampled (each sample is a query or two).
+    var collectInterval: Duration = .seconds(10)
 
     public init(
         database: DatabaseURL, client: PostgresClient, state: ServerState, logger: Logger,
@@ -53,8 +55,22 @@ public struct DatabaseMonitor: Service {
         var connection: PostgresConnection?
         var failures = 0
         var probeConnectionFailing = false
+        var collected: ContinuousClock.Instant?
         while !Task.isCancelled {
             let started = ContinuousClock.now
+            // The app cache listener pings its pooled connection every 2 s: while those pings answer,
+            // they stand for this probe (an idle node's transactions, issue 24). When that connection
+            // ends, the contact is forgotten at once and this loop probes every `interval` again.
+            if failures == 0, state.heardFromDatabase(within: .milliseconds(2500)) {
+                up.record(1)
+                if state.setDatabaseUp(true) { logger.notice("database reachable again") }
+                if collected.map({ started - $0 >= collectInterval }) ?? true {
+                    collected = started
+                    _ = try? await abandoningOnCancel { await collect(); return true }
+                }
+                try? await Task.sleep(until: started + interval)
+                continue
+            }
             do {
                 if connection == nil || connection?.isClosed == true {
                     connection = try await withDeadline(probeTimeout) { [database, logger] in
@@ -102,7 +118,10 @@ public struct DatabaseMonitor: Service {
                     logger.error("database unreachable: API requests answer 503 until it is back", metadata: ["host": "\(database.host)"])
                 }
             }
-            if failures == 0 { _ = try? await abandoningOnCancel { await collect(); return true } }
+            if failures == 0, collected.map({ started - $0 >= collectInterval }) ?? true {
+                collected = started
+                _ = try? await abandoningOnCancel { await collect(); return true }
+            }
             try? await Task.sleep(until: started + interval)
         }
         try? await connection?.close()

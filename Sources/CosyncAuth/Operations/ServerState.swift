@@ -13,11 +13,28 @@ public final class ServerState: Sendable {
     private struct Values {
         var draining = false
         var databaseUp = true
+        var lastContact: ContinuousClock.Instant?
     }
 
     private let values = NIOLockedValueBox(Values())
+    /// Wakes this node's outbox workers (`NOTIFY cosync_work, 'outbox'`).
+    public let outboxWork = WorkSignal()
+    /// Wakes this node's webhook workers (`NOTIFY cosync_work, 'webhooks'`).
+    public let webhookWork = WorkSignal()
 
     public init() {}
+
+    /// The app cache listener's connection just answered a ping: the database is reachable, so the
+    /// database monitor may skip its own probe (an idle node then makes one probe, not two).
+    public func noteDatabaseContact() { values.withLockedValue { $0.lastContact = ContinuousClock.now } }
+
+    /// The listener's connection ended: the monitor probes on its own again at once.
+    public func forgetDatabaseContact() { values.withLockedValue { $0.lastContact = nil } }
+
+    /// Whether the database answered within `interval` (see `noteDatabaseContact`).
+    public func heardFromDatabase(within interval: Duration) -> Bool {
+        values.withLockedValue { $0.lastContact.map { ContinuousClock.now - $0 < interval } ?? false }
+    }
 
     public var isDraining: Bool { values.withLockedValue { $0.draining } }
     public var isDatabaseUp: Bool { values.withLockedValue { $0.databaseUp } }

@@ -1293,6 +1293,43 @@ extension Migrator {
             CREATE INDEX portal_passkey_challenges_expiry ON portal_passkey_challenges (expires_at);
             """#),
         Migration(
+            version: 30, name: "work_notify",
+            sql: #"""
+            -- Issue 24: the outbox and webhook workers wait for work instead of polling. A message or delivery
+            -- that becomes due now (queued, replayed, or its endpoint resumed) announces itself on the channel
+            -- `cosync_work` when its transaction commits; each node's listener wakes its workers. Rows the workers
+            -- themselves touch (claims, releases, retries scheduled for later) announce nothing, so a worker never
+            -- wakes itself: retries are found by the workers' slow idle poll (COSYNC_WORKER_IDLE_POLL_MS).
+            -- NOTIFY folds identical payloads of one transaction into one.
+
+            CREATE FUNCTION cosync_work_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('cosync_work', 'outbox');
+                RETURN NULL;
+            END;
+            $$;
+
+            CREATE FUNCTION cosync_work_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('cosync_work', 'webhooks');
+                RETURN NULL;
+            END;
+            $$;
+
+            CREATE TRIGGER messages_work AFTER INSERT ON messages
+                FOR EACH STATEMENT EXECUTE FUNCTION cosync_work_outbox();
+
+            CREATE TRIGGER webhook_deliveries_queued AFTER INSERT ON webhook_deliveries
+                FOR EACH STATEMENT EXECUTE FUNCTION cosync_work_webhooks();
+
+            -- A replay (delivered or dead → pending) or a resumed endpoint (a parked delivery made due now).
+            CREATE TRIGGER webhook_deliveries_requeued AFTER UPDATE ON webhook_deliveries
+                FOR EACH ROW
+                WHEN (NEW.status = 'pending' AND (OLD.status IN ('delivered', 'dead') OR OLD.next_attempt > now() + interval '50 years')
+                      AND NEW.next_attempt <= now() + interval '1 second')
+                EXECUTE FUNCTION cosync_work_webhooks();
+            """#),
+        Migration(
             version: 31, name: "portal_app_search",
             sql: #"""
             -- 0031: the Portal's apps search (issue 23) with 10,000 apps. The apps list and the tenants view search
@@ -1300,6 +1337,22 @@ extension Migrator {
             -- so a search matching no app read every row (5 ms at 10,000 apps, growing with the table). With this
             -- index both halves are index ranges (BitmapOr): 0.1 ms (tools/bench/portal.sh).
             CREATE INDEX apps_app_id_pattern ON apps (app_id text_pattern_ops);
+            """#),
+        Migration(
+            version: 32, name: "app_key_pool",
+            sql: #"""
+            -- Issue 24: RSA-2048 key pairs generated ahead, so that creating an app (or rotating its key) does not
+            -- wait for key generation (tens of milliseconds of CPU each). Every key is taken once (DELETE …
+            -- RETURNING in the creating transaction: a rolled-back creation puts it back), so every app still gets
+            -- its own key pair. The private key is sealed with the master key for its kid, exactly as in app_keys,
+            -- so it moves there unchanged. KeyPoolFiller keeps COSYNC_KEY_POOL_SIZE keys here.
+            CREATE TABLE app_key_pool (
+                id                  bigserial PRIMARY KEY,
+                kid                 text NOT NULL UNIQUE,
+                public_key_pem      text NOT NULL,
+                private_key_sealed  bytea NOT NULL,
+                created_at          timestamptz NOT NULL DEFAULT now()
+            );
             """#),
     ]
 }

@@ -99,6 +99,12 @@ struct AdminErrorMiddleware: RouterMiddleware {
             let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"
             return try AdminError(status: error.status, code: code, message: error.body ?? error.status.reasonPhrase)
                 .response(from: request, context: context)
+        } catch where DatabaseAvailability.isUnavailable(error) {
+            context.logger.warning("admin request caught by a database outage: answered 503", metadata: operatorMetadata(error))
+            var response = try AdminError(status: .serviceUnavailable, code: "database_unavailable", message: "database unavailable; try again shortly")
+                .response(from: request, context: context)
+            response.headers[.retryAfter] = "2"
+            return response
         } catch {
             context.logger.error("admin request failed", metadata: operatorMetadata(error))
             return try AdminError(status: .internalServerError, code: "internal", message: "internal server error")

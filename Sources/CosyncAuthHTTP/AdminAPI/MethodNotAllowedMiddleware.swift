@@ -50,17 +50,31 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         return matched ? methods : nil
     }
 
+    /// The router answers 404 for a method a path lacks, so the documented methods are looked up only
+    /// after a 404: a request that found its route never pays for the match (issue 24). A route's own
+    /// 404 (an unknown app on GET) keeps its answer, since its method is documented for its path.
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let methods = allowedMethods(path: request.uri.path), !methods.contains(request.method.rawValue) {
-            let allow = Self.order(methods).joined(separator: ", ")
-            return JSONBody.response(
-                ["error": .object([
-                    "code": .string("method_not_allowed"),
-                    "message": .string("\(request.method.rawValue) is not allowed here; allowed: \(allow)"),
-                ])],
-                status: .methodNotAllowed, headers: [.allow: allow])
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError where error.status == .notFound {
+            if let refusal = refusal(request) { return refusal }
+            throw error
         }
-        return try await next(request, context)
+        if response.status == .notFound, let refusal = refusal(request) { return refusal }
+        return response
+    }
+
+    /// 405 when the path is documented and the method is not one of its methods.
+    func refusal(_ request: Request) -> Response? {
+        guard let methods = allowedMethods(path: request.uri.path), !methods.contains(request.method.rawValue) else { return nil }
+        let allow = Self.order(methods).joined(separator: ", ")
+        return JSONBody.response(
+            ["error": .object([
+                "code": .string("method_not_allowed"),
+                "message": .string("\(request.method.rawValue) is not allowed here; allowed: \(allow)"),
+            ])],
+            status: .methodNotAllowed, headers: [.allow: allow])
     }
 
     static func order(_ methods: [String]) -> [String] {

@@ -33,7 +33,7 @@ struct AppKeyRoutes {
     /// a malformed body answers before a bad credential, a bad credential before a missing field.
     /// `AppKeyEdge` does the first two, once; the handlers take the typed context of their group.
     func register(on router: Router<ServerRequestContext>) {
-        let api = router.group("_appkey/api/appuser").add(middleware: AppKeyErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "appkey "))
+        let api = router.group("_appkey/api/appuser").add(middleware: AppKeyErrorMiddleware()).add(middleware: FlowSpanMiddleware(prefix: "appkey ", enabled: services.configuration.tracing))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
         let f = flows, resolver = resolver
         func byApp(gates: Bool = true, presentedAccess: Bool = false, readsBody: Bool = true) -> RouterGroup<AppKeyAppContext> {
@@ -133,6 +133,9 @@ struct AppKeyErrorMiddleware: RouterMiddleware {
             return Self.response(AppKeyError(error))
         } catch is NIOTooManyBytesError {
             return JSONBody.response(["code": .int(602), "message": .string("the body is too large")], status: .contentTooLarge)
+        } catch where DatabaseAvailability.isUnavailable(error) {
+            context.logger.warning("appkey request caught by a database outage: answered 503", metadata: operatorMetadata(error))
+            return AvailabilityMiddleware.databaseUnavailable()
         } catch {
             context.logger.error("appkey request failed", metadata: operatorMetadata(error))
             return Self.response(.internalError)

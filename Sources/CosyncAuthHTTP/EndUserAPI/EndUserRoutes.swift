@@ -24,7 +24,7 @@ struct EndUserRoutes {
     /// Every route sits in a group behind `EndUserEdge`, which resolves its credential once; the
     /// handlers take the typed context of their group.
     func register(on router: Router<ServerRequestContext>) {
-        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(resolver: services.resolver)).add(middleware: FlowSpanMiddleware(prefix: ""))
+        let api = router.group("api/appuser").add(middleware: LegacyErrorMiddleware(resolver: services.resolver)).add(middleware: FlowSpanMiddleware(prefix: "", enabled: services.configuration.tracing))
             .add(middleware: ClientOriginMiddleware(configuration: services.configuration))
         let resolver = services.resolver, f = flows
         /// Routes of the app-token (no token: `missing`).
@@ -292,6 +292,12 @@ struct LegacyErrorMiddleware: RouterMiddleware {
         } catch is NIOTooManyBytesError {
             // A body over ServerRequestContext.maxUploadSize (1 MiB): HTTP 413, the legacy error body.
             return JSONBody.response(["code": .int(602), "message": .string("invalid data")], status: .contentTooLarge)
+        } catch where DatabaseAvailability.isUnavailable(error) {
+            context.logger.warning("end-user request caught by a database outage: answered 503", metadata: operatorMetadata(error))
+            return AvailabilityMiddleware.databaseUnavailable()
+        } catch is CancellationError {
+            // The request's deadline (or its client) gave up on it and was already answered: nothing failed here.
+            return AvailabilityMiddleware.databaseUnavailable()
         } catch {
             context.logger.error("end-user request failed", metadata: operatorMetadata(error))
             return try LegacyError.internalError.response(from: request, context: context)

@@ -11,6 +11,18 @@ enum JSONBody {
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
+    /// A response whose JSON was encoded once, ahead (`/healthz`): the same bytes as `response(_:)`
+    /// gives for that value, without a JSON encoder on every request.
+    struct Fixed: Sendable {
+        let body: ByteBuffer
+        init(_ value: JSONValue) {
+            body = ByteBuffer(bytes: (try? JSONCoding.encode(value)) ?? Data("{}".utf8))
+        }
+        func response() -> Response {
+            Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody(byteBuffer: body))
+        }
+    }
+
     static func response(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         response(.object(object), status: status, headers: headers)
     }

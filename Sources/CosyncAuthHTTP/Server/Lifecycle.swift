@@ -56,18 +56,26 @@ struct AvailabilityMiddleware: RouterMiddleware {
     }
 }
 
-/// One log line per request (`request` at info): method, route pattern (never the raw URI, whose
-/// query may hold a code), status, duration, and the app id when the request proved it (a route's
-/// `appId` parameter, or the app/access token of a request that succeeded). With `LOG_FORMAT=json`
-/// the request id that Hummingbird attaches (`hb.request.id`) appears as `request_id`.
+/// The access log (`request` lines at info): method, route pattern (never the raw URI, whose query
+/// may hold a code), status, duration, and the app id when the request proved it (a route's `appId`
+/// parameter, or the app/access token of a request that succeeded). With `LOG_FORMAT=json` the request
+/// id that Hummingbird attaches (`hb.request.id`) appears as `request_id`. `COSYNC_ACCESS_LOG` chooses
+/// the requests: `errors` (the default: status 400 and above, and requests slower than 1 s), `all`, or
+/// `off` (then this middleware is not added at all).
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
+    /// Log every request (`all`), or only failures and slow ones (`errors`).
+    var everyRequest = false
+    static let slow: Duration = .seconds(1)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         do {
             let response = try await next(request, context)
-            log(request, context: context, status: Int(response.status.code), started: started)
+            let status = Int(response.status.code)
+            if everyRequest || status >= 400 || ContinuousClock.now - started > Self.slow {
+                log(request, context: context, status: status, started: started)
+            }
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
@@ -77,12 +85,13 @@ struct AccessLogMiddleware: RouterMiddleware {
     }
 
     func log(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - started
+        guard context.logger.logLevel <= .info else { return }
+        let tenths = (ContinuousClock.now - started).nanoseconds / 100_000
         var metadata: Logger.Metadata = [
             "method": .string(request.method.rawValue),
             "route": .string(context.endpointPath ?? "(no route)"),
             "status": .stringConvertible(status),
-            "duration_ms": .string(String(format: "%.1f", Double(elapsed.nanoseconds) / 1e6)),
+            "duration_ms": .string("\(tenths / 10).\(tenths % 10)"),
         ]
         let route = context.endpointPath ?? ""
         let proven = status == 200 && route.hasPrefix("/api/appuser/") ? Self.provenAppId(request.headers) : nil
@@ -114,12 +123,15 @@ struct AccessLogMiddleware: RouterMiddleware {
 }
 
 /// A span per end-user or admin call (`flow <name>`), inside the request span of
-/// Hummingbird's TracingMiddleware; the flows add `SQL …` and `bcrypt …` spans beneath it.
+/// Hummingbird's TracingMiddleware; the flows add `SQL …` and `bcrypt …` spans beneath it. Without
+/// a tracer (`enabled` false) it only passes the request on.
 struct FlowSpanMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let prefix: String
+    var enabled = true
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard enabled else { return try await next(request, context) }
         let route = context.endpointPath ?? request.uri.path
         let name = prefix.isEmpty ? route.split(separator: "/").last.map(String.init) ?? route : "\(prefix)\(request.method.rawValue) \(route)"
         return try await withSpan("flow \(name)", ofKind: .internal) { span in

@@ -7,7 +7,8 @@ struct OperationalRoutes {
     let services: CosyncServices
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("healthz") { _, _ in JSONBody.response(["status": .string("ok")]) }
+        let healthy = JSONBody.Fixed(.object(["status": .string("ok")]))
+        router.get("healthz") { _, _ in healthy.response() }
         router.get("readyz") { _, _ in
             let readiness = await services.readiness()
             return JSONBody.response(
@@ -23,6 +24,8 @@ struct OperationalRoutes {
             } catch AdminFailure.notFound {
                 return JSONBody.response(
                     ["error": .object(["code": .string("not_found"), "message": .string("app not found")])], status: .notFound)
+            } catch where DatabaseAvailability.isUnavailable(error) {
+                return AvailabilityMiddleware.databaseUnavailable()
             }
         }
     }

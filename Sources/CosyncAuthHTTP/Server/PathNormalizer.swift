@@ -24,14 +24,13 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     /// `COSYNC_APPKEY_PREFIX`: AppKey routes also answer under `<prefix>/api/appuser/`.
     var appKeyPrefix: String? = nil
 
-    struct DatabaseWentAway: Error {}
+    /// Keeps the deadlines of the requests in flight (one clock for all of them).
+    var watch: DeadlineWatch? = nil
 
     public func respond(to request: Request, context: Context) async throws -> Response {
-        guard let timeout else { return try await route(request, context: context) }
-        let state = self.state
-        let abandon: @Sendable () -> (any Error)? = { state?.isDatabaseUp == false ? DatabaseWentAway() : nil }
+        guard let timeout, let watch else { return try await route(request, context: context) }
         do {
-            return try await withDeadline(timeout, abandonWhen: abandon) { [self] in try await route(request, context: context) }
+            return try await watch.run(timeout) { [self] in try await route(request, context: context) }
         } catch is DatabaseWentAway {
             Counter(label: "cosync_requests_abandoned_total", dimensions: [("reason", "database_unavailable")]).increment()
             return AvailabilityMiddleware.databaseUnavailable()
@@ -50,15 +49,14 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
         let (path, query) = Self.split(raw)
         var normalized = Self.collapse(path)
         let prefix = "/api/appuser/"
-        let lower = normalized.lowercased()
-        if lower.hasPrefix(AppKeyRoutes.mount.lowercased()) || lower == "/_appkey" || lower.hasPrefix("/_appkey/") {
+        if Self.hasPrefixIgnoringCase(normalized, "/_appkey/") || Self.hasPrefixIgnoringCase(normalized, "/_appkey") && normalized.utf8.count == 8 {
             return Self.serviceNotFound()  // the internal mount is reached only through the rewrite below
         }
-        if let mount = appKeyPrefix, lower.hasPrefix(mount.lowercased() + prefix) {
+        if let mount = appKeyPrefix, Self.hasPrefixIgnoringCase(normalized, mount + prefix) {
             let name = String(normalized.dropFirst(mount.count + prefix.count))
             guard let canonical = appKeyNames[name.lowercased()] else { return Self.serviceNotFound() }
             normalized = AppKeyRoutes.mount + canonical
-        } else if lower.hasPrefix(prefix) {
+        } else if Self.hasPrefixIgnoringCase(normalized, prefix) {
             let name = String(normalized.dropFirst(prefix.count)).lowercased()
             let cosync = endUserNames[name], appKey = appKeyNames[name]
             switch (cosync, appKey) {
@@ -98,7 +96,30 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
         return (String(raw[..<mark]), String(raw[raw.index(after: mark)...]))
     }
 
+    /// Whether `text` starts with `prefix`, ASCII letters compared without case (paths are ASCII up to
+    /// the part compared; anything else simply does not match).
+    static func hasPrefixIgnoringCase(_ text: String, _ prefix: String) -> Bool {
+        var remaining = text.utf8.makeIterator()
+        for expected in prefix.utf8 {
+            guard let byte = remaining.next() else { return false }
+            if byte == expected { continue }
+            let folded = (0x41...0x5a).contains(byte) ? byte | 0x20 : byte
+            let foldedExpected = (0x41...0x5a).contains(expected) ? expected | 0x20 : expected
+            guard folded == foldedExpected else { return false }
+        }
+        return true
+    }
+
     static func collapse(_ path: String) -> String {
+        // The common case, checked on the bytes: no `//` and no trailing `/` (or just `/`).
+        var lastWasSlash = false
+        var clean = true
+        for byte in path.utf8 {
+            let slash = byte == 0x2f
+            if slash && lastWasSlash { clean = false; break }
+            lastWasSlash = slash
+        }
+        if clean && !(lastWasSlash && path.utf8.count > 1) && !path.isEmpty { return path }
         var out = ""
         var previousSlash = false
         for c in path {
@@ -115,6 +136,9 @@ public struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder wher
     }
 }
 
+/// Why a request was answered 503 before its handler finished: the database monitor found PostgreSQL down.
+struct DatabaseWentAway: Error {}
+
 public struct PathNormalizingBuilder: HTTPResponderBuilder {
     let router: Router<ServerRequestContext>
     let endUserNames: [String]
@@ -129,6 +153,12 @@ public struct PathNormalizingBuilder: HTTPResponderBuilder {
             inner: router.buildResponder(),
             endUserNames: Dictionary(endUserNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), timeout: timeout, state: state,
             appKeyNames: Dictionary(appKeyNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a }), resolver: resolver,
-            appKeyPrefix: appKeyPrefix)
+            appKeyPrefix: appKeyPrefix, watch: timeout.map { _ in Self.watch(state: state) })
+    }
+
+    /// The clock of the request deadlines: a request still waiting when the database monitor declares
+    /// PostgreSQL down is answered 503 at once rather than at the timeout.
+    static func watch(state: ServerState?) -> DeadlineWatch {
+        DeadlineWatch(abandonWhen: { state?.isDatabaseUp == false ? DatabaseWentAway() : nil })
     }
 }
