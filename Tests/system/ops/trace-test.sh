@@ -24,7 +24,7 @@ echo "OTLP receiver on 127.0.0.1:$OTLP_PORT"
 
 LOG="$TMP/server.log"
 ops_start_server "$LOG" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP_PORT" OTEL_EXPORTER_OTLP_PROTOCOL=http/json \
-  OTEL_BSP_SCHEDULE_DELAY=200 OTEL_SERVICE_NAME=cosyncauth LOG_FORMAT=json LOG_LEVEL=info
+  OTEL_BSP_SCHEDULE_DELAY=200 OTEL_SERVICE_NAME=cosyncauth LOG_FORMAT=json LOG_LEVEL=info COSYNC_ACCESS_LOG=all
 echo "server on $BASE"
 
 ops_create_app "Trace" >/dev/null
