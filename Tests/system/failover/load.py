@@ -37,21 +37,7 @@ class Reader(threading.Thread):
         self.rid, self.args, self.deadline, self.records = rid, args, deadline, records
 
     def call(self, op, path, headers, expect):
-        t0 = time.time()
-        kind, detail = "ok", ""
-        try:
-            status, text = mn.request(self.args.base, "GET", path, None, headers, self.args.timeout)
-            if not expect(status, text):
-                kind = f"http {status}" if status >= 500 else "unexpected answer"
-                detail = f"{status} {text[:120]}"
-        except (TimeoutError, OSError) as e:
-            kind = "timeout" if isinstance(e, TimeoutError) or "timed out" in str(e) else "connection"
-            detail = f"{type(e).__name__}: {e}"
-        except mn.http.client.HTTPException as e:
-            kind, detail = "connection", f"{type(e).__name__}: {e}"
-        self.records.append((round(t0, 4), round(time.time(), 4), op, kind, detail))
-        if kind != "ok":
-            time.sleep(self.args.error_pause)
+        mn.timed_call(self.args, self.records, op, "GET", path, None, headers, lambda s, t: True if expect(s, t) else None)
 
     def run(self):
         app_id = self.args.app_id
@@ -75,30 +61,12 @@ class Reader(threading.Thread):
 
 
 def cmd_load(args):
-    mails = mn.MailTail(args.mails)
-    mails.start()
-    records = []
-    acks = {"signup": [], "signup_unacknowledged": [], "completed": [], "completed_unacknowledged": []}
-    t0 = time.time()
-    with open(args.started + ".tmp", "w") as f:
-        f.write(f"{t0:.3f}\n")
-    os.replace(args.started + ".tmp", args.started)
-    deadline = t0 + args.seconds
-    args.think = 0.0
-    args.prefix = "fo"
-    threads = [mn.Worker(i, args, mails, deadline, records, acks) for i in range(args.workers)]
-    threads += [Reader(i, args, deadline, records) for i in range(args.readers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    t1 = time.time()
-    mails.stop.set()
+    data = mn.run_load(args, lambda deadline, records: [Reader(i, args, deadline, records) for i in range(args.readers)])
+    data["readers"] = args.readers
     with open(args.out, "w") as f:
-        json.dump({"t0": t0, "t1": t1, "workers": args.workers, "readers": args.readers, "base": args.base,
-                   "records": records, "acks": acks,
-                   "users": [u for t in threads if isinstance(t, mn.Worker) for u in t.users]}, f)
-    print(f"load: {t1 - t0:.1f} s, {args.workers} workers + {args.readers} readers, {len(records)} requests through {args.base}")
+        json.dump(data, f)
+    print(f"load: {data['t1'] - data['t0']:.1f} s, {args.workers} workers + {args.readers} readers, "
+          f"{len(data['records'])} requests through {args.base}")
 
 
 def longest_gap(ends, start, end):
@@ -119,26 +87,12 @@ def cmd_report(args):
     rel = lambda t: f"+{t - t0:.1f}s"
     ok = [r for r in recs if r[3] == "ok"]
     errors = [r for r in recs if r[3] != "ok"]
-    kinds = {}
-    for r in errors:
-        kinds[r[3]] = kinds.get(r[3], 0) + 1
     print(f"requests: {len(recs)} in {t1 - t0:.1f} s ({len(recs) / max(1e-9, t1 - t0):.0f}/s), {data['workers']} workers + "
-          f"{data['readers']} readers through nginx; expected answers {len(ok)}; ERRORS {len(errors)} ({mn.fmt_kinds(kinds)})")
-    per_op = {}
-    for r in recs:
-        o = per_op.setdefault(r[2], [0, 0])
-        o[0] += 1
-        o[1] += r[3] != "ok"
-    print("  per operation (requests/errors): " + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(per_op.items())))
-    seen = {}
-    for r in errors:
-        key = f"{r[2]}: {r[3]}: " + " ".join(r[4].split())[:80]
-        seen[key] = seen.get(key, 0) + 1
-    if seen:
-        print("  error answers: " + "; ".join(f"{v}x {k}" for k, v in sorted(seen.items(), key=lambda kv: -kv[1])[:8]))
-    a = data["acks"]
-    print(f"  acknowledged: signups {len(a['signup'])} (+{len(a['signup_unacknowledged'])} unanswered), "
-          f"completed signups {len(a['completed'])} (+{len(a['completed_unacknowledged'])} found already completed)")
+          f"{data['readers']} readers through nginx; expected answers {len(ok)}; ERRORS {len(errors)} "
+          f"({mn.fmt_kinds(mn.count_by(errors, lambda r: r[3]))})")
+    mn.print_per_operation(recs)
+    mn.print_error_answers(errors, 80)
+    mn.print_acks(data["acks"])
     write_ok = sorted(r[1] for r in ok if r[2] in WRITES)
     cached_ok = sorted(r[1] for r in ok if r[2] in CACHED)
     # a switch's outage window: from the fault to the first successful write after the write path failed
@@ -168,9 +122,7 @@ def cmd_report(args):
         inside = [r for r in errors if r[0] <= end + args.grace and r[1] >= at]
         wgap, wgap_at = longest_gap(write_ok, at - 5, end + 5)
         cgap, cgap_at = longest_gap(cached_ok, at - 5, end + 5)
-        per = {}
-        for r in inside:
-            per[r[2]] = per.get(r[2], 0) + 1
+        per = mn.count_by(inside, lambda r: r[2])
         print(f"switch '{name}' at {rel(at)}: {marks_txt}")
         if first:
             print(f"  TIME TO FIRST SUCCESSFUL WRITE after the fault: {end - at:.2f} s ({first[2]} sent {rel(first[0])}, answered "
@@ -211,44 +163,15 @@ def cmd_report(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    lo = sub.add_parser("load")
-    lo.add_argument("--base", required=True)
-    lo.add_argument("--app-token", required=True)
+    lo = mn.add_load_parser(sub, seconds=45, workers=5, prefix="fo")
     lo.add_argument("--app-id", required=True)
-    lo.add_argument("--seconds", type=float, default=45)
-    lo.add_argument("--workers", type=int, default=5)
     lo.add_argument("--readers", type=int, default=2)
     lo.add_argument("--reader-pause", type=float, default=0.02)
-    lo.add_argument("--timeout", type=float, default=10)
-    lo.add_argument("--error-pause", type=float, default=0.1)
-    lo.add_argument("--mails", required=True)
-    lo.add_argument("--out", required=True)
-    lo.add_argument("--started", required=True)
-    lo.add_argument("--seed", type=int, default=1)
-    rp = sub.add_parser("report")
-    rp.add_argument("--results", required=True)
-    rp.add_argument("--events", required=True)
-    rp.add_argument("--grace", type=float, default=1)
-    rp.add_argument("--timeout", type=float, default=10)
+    rp = mn.add_report_parser(sub, grace=1)
     rp.add_argument("--status")
     rp.add_argument("--max-cached-gap", type=float, default=1.0)
-    rp.add_argument("--show-errors", action="store_true")
-    vs = sub.add_parser("verify-signups")
-    vs.add_argument("--results", required=True)
-    vs.add_argument("--app-id", required=True)
-    sv = sub.add_parser("serve")
-    sv.add_argument("--results", required=True)
-    sv.add_argument("--nodes", required=True)
-    sv.add_argument("--app-token", required=True)
-    sv.add_argument("--timeout", type=float, default=10)
-    args = p.parse_args()
-    fn = {"load": cmd_load, "report": cmd_report, "verify-signups": mn.cmd_verify_signups, "serve": mn.cmd_serve}[args.cmd]
-    try:
-        status = fn(args) or 0
-    except (OSError, mn.http.client.HTTPException, mn.subprocess.CalledProcessError, ValueError, KeyError) as e:
-        print(f"  FAILED {args.cmd}: {type(e).__name__}: {e}")
-        status = 1
-    sys.exit(status)
+    mn.add_check_parsers(sub)
+    mn.run_command(p, {"load": cmd_load, "report": cmd_report, "verify-signups": mn.cmd_verify_signups, "serve": mn.cmd_serve})
 
 
 if __name__ == "__main__":

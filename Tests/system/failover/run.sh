@@ -28,7 +28,9 @@ cd "$ROOT"
 # shellcheck source=../../../deploy/lib/postgres.sh
 . "$ROOT/deploy/lib/postgres.sh"
 
-BIN="${BIN:-$ROOT/.build/debug/cosyncauth}"
+# shellcheck source=../lib/nodes.sh
+. "$ROOT/Tests/system/lib/nodes.sh"
+
 LOAD_SECONDS="${FAILOVER_SECONDS:-45}"
 WORKERS="${FAILOVER_WORKERS:-5}"
 READERS="${FAILOVER_READERS:-2}"
@@ -38,95 +40,38 @@ REQ_TIMEOUT="${FAILOVER_REQUEST_TIMEOUT:-10}"
 GRACE="${FAILOVER_GRACE:-1}"
 MAX_CACHED_GAP="${FAILOVER_MAX_CACHED_GAP:-1}"
 STRICT="${FAILOVER_STRICT:-true}"
-PY="${PYTHON:-python3}"
 DRIVER="$ROOT/Tests/system/failover/load.py"
-STARTED_AT="$(date +%s.%N)"
 
-log() { printf '[%6.1fs] %s\n' "$(awk -v a="$STARTED_AT" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$*"; }
-die() { log "ERROR: $*" >&2; exit 1; }
-
-[ -f "$BIN" ] || die "no server binary at $BIN (build it first; this script never builds)"
-pg_install_if_missing || die "PostgreSQL is missing"
-pg_ensure_os_user
 missing=()
 command -v patroni >/dev/null 2>&1 || missing+=(patroni python3-etcd)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-[ "${#missing[@]}" -eq 0 ] || apt_install_as_root "${missing[@]}" || die "missing: ${missing[*]}"
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+nodes_setup failover "${missing[@]}"
 HAPROXY="$(command -v haproxy || echo /usr/sbin/haproxy)"
 PGBIN="$(pg_bin)"
 
-TMP="$(mktemp -d /tmp/cosync-failover.XXXXXX)"; chmod 755 "$TMP"
-EVENTS="$TMP/events"; : >"$EVENTS"
-declare -a NODE_PIDS=("" "" "" "") NODE_PORTS=("" "" "" "") PG_PORTS=("" "" "") REST_PORTS=("" "" "")
-declare -a PATRONI_PIDS=("" "" "")
-ETCD_PID=""; HAPROXY_PID=""; FAKE_PID=""; NGINX_PID=""; LOAD_PID=""; SLEEP_PID=""; FINAL=1
+declare -a PG_PORTS=("" "" "") REST_PORTS=("" "" "") PATRONI_PIDS=("" "" "")
+ETCD_PID=""; HAPROXY_PID=""
 
-stop_pids() {  # TERM all at once, KILL what is left after 8 s (Patroni stops its PostgreSQL first)
-  local pid live=()
-  for pid in "$@"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && live+=("$pid"); done
-  for _ in $(seq 80); do
-    local any=""
-    for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && any=1; done
-    [ -n "$any" ] || break
-    sleep 0.1
-  done
-  for pid in "${live[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-}
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  stop_pids "$SLEEP_PID" "$LOAD_PID" "${NODE_PIDS[1]}" "${NODE_PIDS[2]}" "${NODE_PIDS[3]}" "$NGINX_PID" "$FAKE_PID" "$HAPROXY_PID"
-  stop_pids "${PATRONI_PIDS[1]}" "${PATRONI_PIDS[2]}"
+stop_stage() {  # 8 s before KILL: Patroni stops its PostgreSQL first
+  nodes_stop_common 8 "$HAPROXY_PID"
+  stop_pids 8 "${PATRONI_PIDS[1]}" "${PATRONI_PIDS[2]}"
   # a PostgreSQL whose Patroni did not stop it (Patroni killed): stop it directly
   for i in 1 2; do
     if [ -f "$TMP/pg$i/data/postmaster.pid" ]; then pg_stop "$TMP/pg$i/data" immediate >/dev/null 2>&1 || true; fi
   done
-  stop_pids "$ETCD_PID"
-  if [ "$status" -ne 0 ] || [ "$FINAL" -ne 0 ]; then
-    for f in "$TMP"/node*.log "$TMP"/patroni*.log "$TMP"/haproxy.log "$TMP"/nginx/error.log; do
-      [ -s "$f" ] || continue
-      echo "---- last lines of $(basename "$f") ----"; tail -n 15 "$f"
-    done
-  fi
-  if [ "${FAILOVER_KEEP:-0}" = "1" ]; then echo "work folder kept: $TMP"; else rm -rf "$TMP"; fi
-  exit "$status"
+  stop_pids 8 "$ETCD_PID"
 }
-trap cleanup EXIT
-trap 'exit 130' INT; trap 'exit 143' TERM
+nodes_on_exit stop_stage "${FAILOVER_KEEP:-0}" 'node*.log' 'patroni*.log' haproxy.log nginx/error.log
 
-event() { echo "$1 $(date +%s.%N)" >>"$EVENTS"; }
-nap() { sleep "$1" & SLEEP_PID=$!; wait "$SLEEP_PID"; SLEEP_PID=""; }  # a signal ends it at once
-sleep_until() {  # epoch seconds (fractional)
-  local d
-  d="$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d=t-n; if (d<0) d=0; printf "%.3f", d}')"
-  nap "$d"
-}
-ready() { curl -sf -m 2 -o /dev/null "$1/readyz"; }
-wait_ready() {  # URL SECONDS
-  local until; until=$(( $(date +%s) + $2 ))
-  while [ "$(date +%s)" -lt "$until" ]; do ready "$1" && return 0; sleep 0.1; done
-  return 1
-}
 # Patroni's REST API of instance $1: GET $2 answers 200 (/primary, /replica, /sync, /health ...)
 rest_ok() { curl -sf -m 1 -o /dev/null "http://127.0.0.1:${REST_PORTS[$1]}$2"; }
-wait_rest() {  # INSTANCE PATH SECONDS
-  local until; until=$(( $(date +%s) + $3 ))
-  while [ "$(date +%s)" -lt "$until" ]; do rest_ok "$1" "$2" && return 0; sleep 0.1; done
-  return 1
-}
+wait_rest() { wait_until "$3" rest_ok "$1" "$2"; }  # INSTANCE PATH SECONDS
 primary_of() { local i; for i in 1 2; do rest_ok "$i" /primary && { echo "$i"; return 0; }; done; echo 0; }
 postmaster_pid() { head -1 "$TMP/pg$1/data/postmaster.pid" 2>/dev/null; }
 
 # ---- components -------------------------------------------------------------------------------------
-SRV="$TMP/cosyncauth"
-for try in 1 2 3 4 5 6; do
-  cp "$BIN" "$SRV" 2>/dev/null && "$SRV" --help >/dev/null 2>&1 && break
-  [ "$try" -lt 6 ] || die "cannot copy a working $BIN"
-  sleep 5
-done
+nodes_copy_binary
 log "server binary: $BIN ($(stat -c '%s bytes, modified %y' "$BIN" | cut -d. -f1)), copied to the work folder"
 
 ETCD_PORT="$(pg_free_port 23790)"; ETCD_PEER="$(pg_free_port $(( ETCD_PORT + 1 )))"
@@ -265,84 +210,27 @@ done
 export MN_PSQL="$PGBIN/psql" MN_PGPORT="$HA_PORT" MN_DB=failover
 log "HAProxy $("$HAPROXY" -v | head -1 | awk '{print $3}') on 127.0.0.1:$HA_PORT -> the instance whose Patroni answers GET /primary 200"
 
-FAKE_PORT="$(pg_free_port 58632)"; MAILS="$TMP/mails.jsonl"; : >"$MAILS"
-"$PY" "$ROOT/tools/bench/fake_sendgrid.py" "$FAKE_PORT" "$MAILS" & FAKE_PID=$!
-
-export DATABASE_URL="postgres://postgres@127.0.0.1:$HA_PORT/failover?sslmode=disable"
-unset COSYNC_SQL_DIR
-export COSYNC_REQUEST_TIMEOUT_SECONDS="${COSYNC_REQUEST_TIMEOUT_SECONDS:-4}"
-COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
-COSYNC_OPERATOR_TOKEN="cop_failover_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export COSYNC_MASTER_KEY COSYNC_OPERATOR_TOKEN
-export COSYNC_EMAIL_TRANSPORT=sendgrid COSYNC_SENDGRID_API_KEY=SG.failover COSYNC_SENDGRID_BASE_URL="http://127.0.0.1:$FAKE_PORT"
-export COSYNC_COURIER_POLL_MS=100 COSYNC_TRUSTED_PROXIES=127.0.0.1/32 COSYNC_BCRYPT_COST=4 HOST=127.0.0.1
-export LOG_LEVEL="${FAILOVER_LOG_LEVEL:-warning}" COSYNC_METRICS_PORT=off
-
-next=18780
-for i in 1 2 3; do NODE_PORTS[$i]="$(pg_free_port "$next")"; next=$(( NODE_PORTS[i] + 1 )); done
-node_url() { echo "http://127.0.0.1:${NODE_PORTS[$1]}"; }
-for i in 1 2 3; do PORT="${NODE_PORTS[$i]}" "$SRV" serve >>"$TMP/node$i.log" 2>&1 & NODE_PIDS[$i]=$!; done
-for i in 1 2 3; do wait_ready "$(node_url "$i")" 60 || die "node $i did not become ready"; done
+nodes_fake_sendgrid 58632
+nodes_env failover "postgres://postgres@127.0.0.1:$HA_PORT/failover?sslmode=disable" "${FAILOVER_LOG_LEVEL:-warning}"
+nodes_start 3 18780
 FIRST_PIDS="${NODE_PIDS[1]} ${NODE_PIDS[2]} ${NODE_PIDS[3]}"
 log "3 nodes ready on ports ${NODE_PORTS[1]} ${NODE_PORTS[2]} ${NODE_PORTS[3]} (pids $FIRST_PIDS), DATABASE_URL -> HAProxy"
 
 NGINX_PORT="$(pg_free_port 18880)"
 NGINX_DIR="$TMP/nginx"; mkdir -p "$NGINX_DIR"
-{
-  [ "$(id -u)" -eq 0 ] && echo "user nobody nogroup;"
-  cat <<CONF
-worker_processes 1;
-daemon off;
-pid $NGINX_DIR/nginx.pid;
-error_log $NGINX_DIR/error.log warn;
-events { worker_connections 1024; }
-http {
-    client_body_temp_path $NGINX_DIR/client_body;
-    proxy_temp_path $NGINX_DIR/proxy;
-    fastcgi_temp_path $NGINX_DIR/fastcgi;
-    uwsgi_temp_path $NGINX_DIR/uwsgi;
-    scgi_temp_path $NGINX_DIR/scgi;
-    access_log off;
-    upstream cosync {
-$(for i in 1 2 3; do echo "        server 127.0.0.1:${NODE_PORTS[$i]} max_fails=1 fail_timeout=2s;"; done)
-    }
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        client_max_body_size 1m;
-        location / {
-            proxy_pass http://cosync;
-            proxy_http_version 1.1;
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            # as in the multi-node test: a POST that reached a node is never sent again
-            proxy_next_upstream error timeout;
-            proxy_connect_timeout 1s;
-            proxy_read_timeout 30s;
-        }
-    }
-}
-CONF
-} >"$NGINX_DIR/nginx.conf"
-"$NGINX" -t -q -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" || die "bad nginx configuration"
-"$NGINX" -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>>"$NGINX_DIR/error.log" & NGINX_PID=$!
-LB="http://127.0.0.1:$NGINX_PORT"
-wait_ready "$LB" 20 || die "nginx does not answer on $LB"
+# as in the multi-node test, but only refused connections and timeouts before sending go to the next node
+nodes_nginx_conf "error timeout" "access_log off;" >"$NGINX_DIR/nginx.conf"
+nodes_nginx_start "$NGINX_DIR/nginx.conf"
 log "nginx on $LB, round robin over the 3 nodes"
 
-APP_JSON="$(curl -sf -X POST "$LB/admin/v1/apps" -H "Authorization: Bearer $COSYNC_OPERATOR_TOKEN" \
-  -H 'Content-Type: application/json' -d '{"name":"Failover","signupFlow":"code"}')" || die "cannot create the app"
-APP_TOKEN="$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["appToken"])' <<<"$APP_JSON")"
-APP_ID="$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["appId"])' <<<"$APP_JSON")"
+nodes_create_app Failover
 
 # ---- load and faults --------------------------------------------------------------------------------
 RESULTS="$TMP/results.json"; STARTED="$TMP/load.started"
 log "load: ${LOAD_SECONDS}s, $WORKERS workers (signup + code, completeSignup, login right/wrong, getUser) and $READERS readers (getApplication, JWKS); primary's postmaster SIGKILL at +${KILL_AT}s, switchover back at +${SWITCH_AT}s"
 "$PY" "$DRIVER" load --base "$LB" --app-token "$APP_TOKEN" --app-id "$APP_ID" --seconds "$LOAD_SECONDS" --workers "$WORKERS" \
   --readers "$READERS" --timeout "$REQ_TIMEOUT" --mails "$MAILS" --out "$RESULTS" --started "$STARTED" --seed "$RANDOM" & LOAD_PID=$!
-for _ in $(seq 300); do [ -s "$STARTED" ] && break; sleep 0.1; done
-[ -s "$STARTED" ] || die "the load driver did not start"
-T0="$(cat "$STARTED")"
-at() { awk -v a="$T0" -v b="$1" 'BEGIN{printf "%.3f", a+b}'; }
+nodes_load_started "$STARTED"
 
 # fault 1: SIGKILL the primary's postmaster
 sleep_until "$(at "$KILL_AT")"
@@ -364,9 +252,7 @@ log "fault 2: switchover pg$NEW -> pg$OLD requested: $SW"
 if wait_rest "$OLD" /primary 40; then event switched; log "pg$OLD is the primary again"; else log "pg$OLD NOT primary within 40 s"; fi
 if wait_rest "$NEW" /sync 60; then event switch_rejoined; log "pg$NEW back as the synchronous standby"; else log "pg$NEW did NOT come back as the synchronous standby"; fi
 
-LOAD_STATUS=0; wait "$LOAD_PID" || LOAD_STATUS=$?; LOAD_PID=""
-[ "$LOAD_STATUS" -eq 0 ] || die "the load driver failed ($LOAD_STATUS)"
-log "load finished"
+nodes_load_wait
 patronictl -c "$TMP/patroni1.yml" list 2>/dev/null | sed 's/^/    /' || true
 
 echo "================ load report ================"
@@ -391,6 +277,4 @@ echo "${RESULT[3]} 3: the cached read routes (getApplication, JWKS) kept answeri
 echo "${RESULT[4]} 4: errors only among requests in flight during a switch; none hung"
 FINAL=0
 for i in 1 2 3 4; do [ "${RESULT[$i]}" = PASS ] || FINAL=1; done
-ELAPSED="$(awk -v a="$STARTED_AT" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}')"
-if [ "$FINAL" -eq 0 ]; then echo "failover: PASS (${ELAPSED}s)"; else echo "failover: FAIL (${ELAPSED}s)"; fi
-exit "$FINAL"
+nodes_finish failover

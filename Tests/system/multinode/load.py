@@ -150,6 +150,30 @@ class MailTail(threading.Thread):
 # load
 
 
+def timed_call(args, records, op, method, path, body, headers, expect):
+    """Runs one request through args.base and appends (sent, answered, op, kind, detail) to records (kind
+    "ok" when expect(status, text) is not None); returns expect's value, or None. After a failure it
+    pauses args.error_pause seconds (a client does not try again in a busy loop of instant 502s)."""
+    t0 = time.time()
+    kind, detail, value = "ok", "", None
+    try:
+        status, text = request(args.base, method, path, body, headers, args.timeout)
+        value = expect(status, text)
+        if value is None:
+            kind = f"http {status}" if status >= 500 else "unexpected answer"
+            detail = f"{status} {text[:120]}"
+    except (TimeoutError, OSError) as e:  # socket.timeout is TimeoutError; refused/reset are OSError
+        kind = "timeout" if isinstance(e, TimeoutError) or "timed out" in str(e) else "connection"
+        detail = f"{type(e).__name__}: {e}"
+    except http.client.HTTPException as e:
+        kind, detail = "connection", f"{type(e).__name__}: {e}"
+    t1 = time.time()
+    records.append((round(t0, 4), round(t1, 4), op, kind, detail))  # a shared list (append is atomic)
+    if kind != "ok" and args.error_pause > 0:
+        time.sleep(args.error_pause)
+    return value
+
+
 class Worker(threading.Thread):
     """A closed loop of end-user requests on its own users (no state is shared between workers)."""
 
@@ -173,24 +197,7 @@ class Worker(threading.Thread):
 
     def call(self, op, method, path, body, headers, expect):
         """Runs one request, records it; returns the parsed answer when it was the expected one."""
-        t0 = time.time()
-        kind, detail, value = "ok", "", None
-        try:
-            status, text = request(self.args.base, method, path, body, headers, self.args.timeout)
-            value = expect(status, text)
-            if value is None:
-                kind = f"http {status}" if status >= 500 else "unexpected answer"
-                detail = f"{status} {text[:120]}"
-        except (TimeoutError, OSError) as e:  # socket.timeout is TimeoutError; refused/reset are OSError
-            kind = "timeout" if isinstance(e, TimeoutError) or "timed out" in str(e) else "connection"
-            detail = f"{type(e).__name__}: {e}"
-        except http.client.HTTPException as e:
-            kind, detail = "connection", f"{type(e).__name__}: {e}"
-        t1 = time.time()
-        self.records.append((round(t0, 4), round(t1, 4), op, kind, detail))
-        if kind != "ok" and self.args.error_pause > 0:
-            time.sleep(self.args.error_pause)  # a client pauses before trying again (no busy loop of instant 502s)
-        return value
+        return timed_call(self.args, self.records, op, method, path, body, headers, expect)
 
     def step(self):
         app = {"app-token": self.args.app_token}
@@ -267,7 +274,10 @@ class Worker(threading.Thread):
                 time.sleep(self.args.think)
 
 
-def cmd_load(args):
+def run_load(args, more_threads=None):
+    """Writes the start time to args.started, runs args.workers Workers (and the threads that
+    more_threads(deadline, records) makes) for args.seconds, and returns the results: t0, t1, workers,
+    base, records (every request), acks (signups and completions answered or not) and users (completed)."""
     mails = MailTail(args.mails)
     mails.start()
     records = []
@@ -278,17 +288,23 @@ def cmd_load(args):
     os.replace(args.started + ".tmp", args.started)
     deadline = t0 + args.seconds
     workers = [Worker(i, args, mails, deadline, records, acks) for i in range(args.workers)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    threads = workers + (more_threads(deadline, records) if more_threads else [])
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     t1 = time.time()
     mails.stop.set()
     # every user still waiting for a code stays pending: that is fine (its signup and e-mail are checked)
+    return {"t0": t0, "t1": t1, "workers": args.workers, "base": args.base, "records": records,
+            "acks": acks, "users": [u for w in workers for u in w.users]}
+
+
+def cmd_load(args):
+    data = run_load(args)
     with open(args.out, "w") as f:
-        json.dump({"t0": t0, "t1": t1, "workers": args.workers, "base": args.base, "records": records,
-                   "acks": acks, "users": [u for w in workers for u in w.users]}, f)
-    print(f"load: {t1 - t0:.1f} s, {args.workers} workers, {len(records)} requests through {args.base}")
+        json.dump(data, f)
+    print(f"load: {data['t1'] - data['t0']:.1f} s, {args.workers} workers, {len(data['records'])} requests through {args.base}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,14 +342,41 @@ def window_stats(records, start, end):
         else:
             run_start = r[0] if run_start is None else min(run_start, r[0])
             span = max(span, r[1] - run_start)
-    kinds = {}
-    for r in errors:
-        kinds[r[3]] = kinds.get(r[3], 0) + 1
-    return len(inside), len(errors), kinds, gap, gap_at, span
+    return len(inside), len(errors), count_by(errors, lambda r: r[3]), gap, gap_at, span
 
 
 def fmt_kinds(kinds):
     return ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())) or "none"
+
+
+def count_by(items, key):
+    """How many items have each value of key(item), in the order of first appearance."""
+    counts = {}
+    for item in items:
+        k = key(item)
+        counts[k] = counts.get(k, 0) + 1
+    return counts
+
+
+def print_per_operation(recs):
+    per_op = {}
+    for r in recs:
+        o = per_op.setdefault(r[2], [0, 0])
+        o[0] += 1
+        o[1] += r[3] != "ok"
+    print("  per operation (requests/errors): " + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(per_op.items())))
+
+
+def print_error_answers(errors, width):
+    """The 8 most frequent error answers (operation, kind, the detail's first `width` characters)."""
+    seen = count_by(errors, lambda r: f"{r[2]}: {r[3]}: " + " ".join(r[4].split())[:width])
+    if seen:
+        print("  error answers: " + "; ".join(f"{v}x {k}" for k, v in sorted(seen.items(), key=lambda kv: -kv[1])[:8]))
+
+
+def print_acks(a):
+    print(f"  acknowledged: signups {len(a['signup'])} (+{len(a['signup_unacknowledged'])} unanswered), "
+          f"completed signups {len(a['completed'])} (+{len(a['completed_unacknowledged'])} found already completed)")
 
 
 def cmd_report(args):
@@ -342,29 +385,13 @@ def cmd_report(args):
     recs = data["records"]
     t0 = data["t0"]
     rel = lambda t: f"+{t - t0:.1f}s"
-    ok = sum(1 for r in recs if r[3] == "ok")
-    kinds = {}
-    for r in recs:
-        if r[3] != "ok":
-            kinds[r[3]] = kinds.get(r[3], 0) + 1
+    errors = [r for r in recs if r[3] != "ok"]
+    ok = len(recs) - len(errors)
     print(f"requests: {len(recs)} in {data['t1'] - t0:.1f} s ({len(recs) / max(1e-9, data['t1'] - t0):.0f}/s) with "
-          f"{data['workers']} workers through nginx; expected answers {ok}; errors {len(recs) - ok} ({fmt_kinds(kinds)})")
-    seen = {}
-    for r in recs:
-        if r[3] != "ok":
-            key = f"{r[2]}: {r[3]}: " + " ".join(r[4].split())[:70]
-            seen[key] = seen.get(key, 0) + 1
-    if seen:
-        print("  error answers: " + "; ".join(f"{v}x {k}" for k, v in sorted(seen.items(), key=lambda kv: -kv[1])[:8]))
-    per_op = {}
-    for r in recs:
-        o = per_op.setdefault(r[2], [0, 0])
-        o[0] += 1
-        o[1] += r[3] != "ok"
-    print("  per operation (requests/errors): " + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(per_op.items())))
-    a = data["acks"]
-    print(f"  acknowledged: signups {len(a['signup'])} (+{len(a['signup_unacknowledged'])} unanswered), "
-          f"completed signups {len(a['completed'])} (+{len(a['completed_unacknowledged'])} found already completed)")
+          f"{data['workers']} workers through nginx; expected answers {ok}; errors {len(errors)} ({fmt_kinds(count_by(errors, lambda r: r[3]))})")
+    print_error_answers(errors, 70)
+    print_per_operation(recs)
+    print_acks(data["acks"])
     lat = sorted(r[1] - r[0] for r in recs if r[3] == "ok")
     if lat:
         print(f"  latency of expected answers: p50 {lat[len(lat) // 2] * 1000:.0f} ms, p99 {lat[int(len(lat) * 0.99)] * 1000:.0f} ms, "
@@ -663,57 +690,79 @@ def cmd_verify_mail(args):
 # --------------------------------------------------------------------------------------------------
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
+# The command line, shared with Tests/system/failover/load.py: the parsers of the subcommands both have.
+
+
+def add_load_parser(sub, seconds, workers, prefix):
     lo = sub.add_parser("load")
     lo.add_argument("--base", required=True)
     lo.add_argument("--app-token", required=True)
-    lo.add_argument("--seconds", type=float, default=60)
-    lo.add_argument("--workers", type=int, default=6)
+    lo.add_argument("--seconds", type=float, default=seconds)
+    lo.add_argument("--workers", type=int, default=workers)
     lo.add_argument("--timeout", type=float, default=10)
     lo.add_argument("--think", type=float, default=0.0)
     lo.add_argument("--error-pause", type=float, default=0.1)
     lo.add_argument("--mails", required=True)
     lo.add_argument("--out", required=True)
     lo.add_argument("--started", required=True)
-    lo.add_argument("--prefix", default="mn")
+    lo.add_argument("--prefix", default=prefix)
     lo.add_argument("--seed", type=int, default=1)
+    return lo
+
+
+def add_report_parser(sub, grace):
     rp = sub.add_parser("report")
     rp.add_argument("--results", required=True)
     rp.add_argument("--events", required=True)
-    rp.add_argument("--grace", type=float, default=5)
+    rp.add_argument("--grace", type=float, default=grace)
     rp.add_argument("--timeout", type=float, default=10)
-    rp.add_argument("--victim", default="2")
     rp.add_argument("--show-errors", action="store_true")
-    rp.add_argument("--nginx-log")
-    rp.add_argument("--victim-port")
+    return rp
+
+
+def add_check_parsers(sub):
+    """serve and verify-signups."""
     sv = sub.add_parser("serve")
     sv.add_argument("--results", required=True)
     sv.add_argument("--nodes", required=True)
     sv.add_argument("--app-token", required=True)
     sv.add_argument("--timeout", type=float, default=10)
+    vs = sub.add_parser("verify-signups")
+    vs.add_argument("--results", required=True)
+    vs.add_argument("--app-id", required=True)
+
+
+def run_command(p, commands):
+    """Parses the command line, runs commands[subcommand] and exits with its status (1 on an error)."""
+    args = p.parse_args()
+    try:
+        status = commands[args.cmd](args) or 0
+    except (OSError, http.client.HTTPException, subprocess.CalledProcessError, ValueError, KeyError) as e:
+        print(f"  FAILED {args.cmd}: {type(e).__name__}: {e}")
+        status = 1
+    sys.exit(status)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    add_load_parser(sub, seconds=60, workers=6, prefix="mn")
+    rp = add_report_parser(sub, grace=5)
+    rp.add_argument("--victim", default="2")
+    rp.add_argument("--nginx-log")
+    rp.add_argument("--victim-port")
+    add_check_parsers(sub)
     lk = sub.add_parser("lockout")
     lk.add_argument("--nodes", required=True)
     lk.add_argument("--operator-token", required=True)
     lk.add_argument("--max-attempts", type=int, default=6)
     lk.add_argument("--handle-factor", type=int, default=3)
     lk.add_argument("--timeout", type=float, default=10)
-    vs = sub.add_parser("verify-signups")
-    vs.add_argument("--results", required=True)
-    vs.add_argument("--app-id", required=True)
     vm = sub.add_parser("verify-mail")
     vm.add_argument("--mails", required=True)
     vm.add_argument("--wait", type=float, default=90)
-    args = p.parse_args()
-    fn = {"load": cmd_load, "report": cmd_report, "serve": cmd_serve, "lockout": cmd_lockout,
-          "verify-signups": cmd_verify_signups, "verify-mail": cmd_verify_mail}[args.cmd]
-    try:
-        status = fn(args) or 0
-    except (OSError, http.client.HTTPException, subprocess.CalledProcessError, ValueError, KeyError) as e:
-        print(f"  FAILED {args.cmd}: {type(e).__name__}: {e}")
-        status = 1
-    sys.exit(status)
+    run_command(p, {"load": cmd_load, "report": cmd_report, "serve": cmd_serve, "lockout": cmd_lockout,
+                    "verify-signups": cmd_verify_signups, "verify-mail": cmd_verify_mail})
 
 
 if __name__ == "__main__":

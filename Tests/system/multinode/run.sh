@@ -20,7 +20,9 @@ cd "$ROOT"
 # shellcheck source=../../../deploy/lib/postgres.sh
 . "$ROOT/deploy/lib/postgres.sh"
 
-BIN="${BIN:-$ROOT/.build/debug/cosyncauth}"
+# shellcheck source=../lib/nodes.sh
+. "$ROOT/Tests/system/lib/nodes.sh"
+
 LOAD_SECONDS="${MULTINODE_SECONDS:-60}"
 WORKERS="${MULTINODE_WORKERS:-6}"
 KILL_AT="${MULTINODE_KILL_AT:-$(( LOAD_SECONDS / 4 ))}"
@@ -33,78 +35,20 @@ MAX_ATTEMPTS="${MULTINODE_MAX_LOGIN_ATTEMPTS:-6}"
 GRACE="${MULTINODE_GRACE:-12}"  # covers nginx leaving a failed node out for fail_timeout (10 s in the shared config)
 VICTIM=2  # the node that is killed (1-based)
 NGINX_TEMPLATE="${MULTINODE_NGINX_TEMPLATE:-$ROOT/Tests/system/nginx/nginx-test.conf.template}"
-PY="${PYTHON:-python3}"
 DRIVER="$ROOT/Tests/system/multinode/load.py"
-STARTED_AT="$(date +%s.%N)"
 
-log() { printf '[%6.1fs] %s\n' "$(awk -v a="$STARTED_AT" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$*"; }
-die() { log "ERROR: $*" >&2; exit 1; }
-
-[ -f "$BIN" ] || die "no server binary at $BIN (build it first; this script never builds)"
-pg_install_if_missing || die "PostgreSQL is missing"
-pg_ensure_os_user
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-  apt_install_as_root nginx || die "nginx is missing"
-fi
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
-
-TMP="$(mktemp -d /tmp/cosync-multinode.XXXXXX)"; chmod 755 "$TMP"
+nodes_setup multinode
 if [ "$(id -u)" -eq 0 ]; then chown "$PG_OS_USER": "$TMP"; fi
-EVENTS="$TMP/events"; : >"$EVENTS"
-declare -a NODE_PIDS=("" "" "" "") NODE_PORTS=("" "" "" "")
-FAKE_PID=""; NGINX_PID=""; LOAD_PID=""; SLEEP_PID=""; PG_STARTED=""; FINAL=1
+PG_STARTED=""
 
-stop_pids() {  # TERM all at once, KILL what is left after 3 s
-  local pid live=()
-  for pid in "$@"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && live+=("$pid"); done
-  for _ in $(seq 30); do
-    local any=""
-    for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && any=1; done
-    [ -n "$any" ] || break
-    sleep 0.1
-  done
-  for pid in "${live[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+stop_stage() {
+  nodes_stop_common 3
+  if [ -n "$PG_STARTED" ]; then pg_stop "$TMP/data" immediate || true; fi
 }
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  stop_pids "$SLEEP_PID" "$LOAD_PID" "${NODE_PIDS[1]}" "${NODE_PIDS[2]}" "${NODE_PIDS[3]}" "$NGINX_PID" "$FAKE_PID"
-  [ -n "$PG_STARTED" ] && { pg_stop "$TMP/data" immediate || true; }
-  if [ "$status" -ne 0 ] || [ "$FINAL" -ne 0 ]; then
-    for f in "$TMP"/node*.log "$TMP"/nginx/error.log "$TMP"/server.log; do
-      [ -s "$f" ] || continue
-      echo "---- last lines of $(basename "$f") ----"; tail -n 15 "$f"
-    done
-  fi
-  if [ "${MULTINODE_KEEP:-0}" = "1" ]; then echo "work folder kept: $TMP"; else rm -rf "$TMP"; fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT; trap 'exit 143' TERM
-
-event() { echo "$1 $(date +%s.%N)" >>"$EVENTS"; }
-nap() { sleep "$1" & SLEEP_PID=$!; wait "$SLEEP_PID"; SLEEP_PID=""; }  # a signal ends it at once
-sleep_until() {  # epoch seconds (fractional)
-  local d
-  d="$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN{d=t-n; if (d<0) d=0; printf "%.3f", d}')"
-  nap "$d"
-}
-ready() { curl -sf -m 2 -o /dev/null "$1/readyz"; }
-wait_ready() {  # URL SECONDS
-  local until; until=$(( $(date +%s) + $2 ))
-  while [ "$(date +%s)" -lt "$until" ]; do ready "$1" && return 0; sleep 0.1; done
-  return 1
-}
+nodes_on_exit stop_stage "${MULTINODE_KEEP:-0}" 'node*.log' nginx/error.log server.log
 
 # ---- components -------------------------------------------------------------------------------------
-# A copy of the binary: all nodes (and the restarted one) run the same program even if the tree is relinked.
-SRV="$TMP/cosyncauth"
-for try in 1 2 3 4 5 6; do
-  cp "$BIN" "$SRV" 2>/dev/null && "$SRV" --help >/dev/null 2>&1 && break
-  [ "$try" -lt 6 ] || die "cannot copy a working $BIN"
-  sleep 5
-done
-
+nodes_copy_binary
 log "server binary: $BIN ($(stat -c '%s bytes, modified %y' "$BIN" | cut -d. -f1), sha256 $(sha256sum "$SRV" | cut -c1-12)), copied to the work folder"
 
 PGPORT="$(pg_free_port 57532)"
@@ -114,31 +58,9 @@ pg_createdb "$PGPORT" multinode >/dev/null
 MN_PSQL="$(pg_bin)/psql"; export MN_PSQL MN_PGPORT="$PGPORT" MN_DB=multinode
 log "PostgreSQL $("$MN_PSQL" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc 'SHOW server_version' postgres) on 127.0.0.1:$PGPORT"
 
-FAKE_PORT="$(pg_free_port 58532)"; MAILS="$TMP/mails.jsonl"; : >"$MAILS"
-"$PY" "$ROOT/tools/bench/fake_sendgrid.py" "$FAKE_PORT" "$MAILS" & FAKE_PID=$!
-
-export DATABASE_URL="postgres://postgres@127.0.0.1:$PGPORT/multinode?sslmode=disable"
-unset COSYNC_SQL_DIR  # the nodes use the migrations built into the binary
-# A request caught by the PostgreSQL restart is answered 503 after this, well inside the client timeout.
-export COSYNC_REQUEST_TIMEOUT_SECONDS="${COSYNC_REQUEST_TIMEOUT_SECONDS:-4}"
-COSYNC_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
-COSYNC_OPERATOR_TOKEN="cop_multinode_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export COSYNC_MASTER_KEY COSYNC_OPERATOR_TOKEN
-export COSYNC_EMAIL_TRANSPORT=sendgrid COSYNC_SENDGRID_API_KEY=SG.multinode COSYNC_SENDGRID_BASE_URL="http://127.0.0.1:$FAKE_PORT"
-export COSYNC_COURIER_POLL_MS=100 COSYNC_TRUSTED_PROXIES=127.0.0.1/32 COSYNC_BCRYPT_COST=4 HOST=127.0.0.1
-export LOG_LEVEL="${MULTINODE_LOG_LEVEL:-warning}"
-# Three nodes on one host: the default metrics port (9464) would be taken by the first; nothing here scrapes.
-export COSYNC_METRICS_PORT=off
-
-next_port=18580
-for i in 1 2 3; do NODE_PORTS[$i]="$(pg_free_port "$next_port")"; next_port=$(( NODE_PORTS[i] + 1 )); done
-start_node() {
-  PORT="${NODE_PORTS[$1]}" "$SRV" serve >>"$TMP/node$1.log" 2>&1 &
-  NODE_PIDS[$1]=$!
-}
-node_url() { echo "http://127.0.0.1:${NODE_PORTS[$1]}"; }
-for i in 1 2 3; do start_node "$i"; done  # at once: the migrations must be safe on many nodes
-for i in 1 2 3; do wait_ready "$(node_url "$i")" 60 || die "node $i did not become ready"; done
+nodes_fake_sendgrid 58532
+nodes_env multinode "postgres://postgres@127.0.0.1:$PGPORT/multinode?sslmode=disable" "${MULTINODE_LOG_LEVEL:-warning}"
+nodes_start 3 18580
 log "3 nodes ready on ports ${NODE_PORTS[1]} ${NODE_PORTS[2]} ${NODE_PORTS[3]} (pids ${NODE_PIDS[1]} ${NODE_PIDS[2]} ${NODE_PIDS[3]})"
 # Passkey ceremonies begun on one node and completed on another (the challenge lives in PostgreSQL).
 "$PY" "$ROOT/Tests/system/multinode/passkey_cross_node.py" "$COSYNC_OPERATOR_TOKEN" "$(node_url 1)" "$(node_url 2)" "$(node_url 3)" \
@@ -151,49 +73,10 @@ log "OAuth refresh race across nodes: one successor, reuse revokes the family"
 
 NGINX_PORT="$(pg_free_port 18680)"
 NGINX_DIR="$TMP/nginx"; mkdir -p "$NGINX_DIR/logs"
-generated_nginx_conf() {
-  local user=""
-  [ "$(id -u)" -eq 0 ] && user="user nobody nogroup;"
-  cat <<EOF
-$user
-worker_processes 1;
-daemon off;
-pid $NGINX_DIR/nginx.pid;
-error_log $NGINX_DIR/error.log warn;
-events { worker_connections 1024; }
-http {
-    client_body_temp_path $NGINX_DIR/client_body;
-    proxy_temp_path $NGINX_DIR/proxy;
-    fastcgi_temp_path $NGINX_DIR/fastcgi;
-    uwsgi_temp_path $NGINX_DIR/uwsgi;
-    scgi_temp_path $NGINX_DIR/scgi;
-    log_format upstream '\$msec \$status \$request_method \$uri upstream=\$upstream_addr upstream_status=\$upstream_status rt=\$request_time';
-    access_log $TMP/nginx-access.log upstream;
-    upstream cosync {
-        # round robin; a node that refuses a connection is skipped for 2 s
-$(for i in 1 2 3; do echo "        server 127.0.0.1:${NODE_PORTS[$i]} max_fails=1 fail_timeout=2s;"; done)
-    }
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        client_max_body_size 1m;
-        location / {
-            proxy_pass http://cosync;
-            proxy_http_version 1.1;
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            # a POST that reached a node is never sent again (no non_idempotent): only refused
-            # connections, timeouts before sending, and 502/503 answers go to the next node
-            proxy_next_upstream error timeout http_502 http_503;
-            proxy_connect_timeout 1s;
-            proxy_read_timeout 30s;
-        }
-    }
-}
-EOF
-}
 # The shared test configuration (Tests/system/nginx/nginx-test.conf.template, rendered by its own
-# render-test-conf.sh) when it exists and passes `nginx -t`; otherwise the configuration above. In the
-# rendered copy only the access log line gets a format that names the upstream (for the statistics).
+# render-test-conf.sh) when it exists and passes `nginx -t`; otherwise nodes_nginx_conf's (Tests/system/lib/nodes.sh).
+# In the rendered copy only the access log line gets a format that names the upstream (for the statistics).
+UPSTREAM_LOG="log_format upstream '\$msec \$status \$request_method \$uri upstream=\$upstream_addr upstream_status=\$upstream_status rt=\$request_time';"
 CONF="$NGINX_DIR/nginx.conf"; NGINX_SOURCE="generated by run.sh (no shared template)"
 NGINX_RENDER="$(dirname "$NGINX_TEMPLATE")/render-test-conf.sh"
 if [ -f "$NGINX_TEMPLATE" ] && [ -f "$NGINX_RENDER" ]; then
@@ -202,35 +85,27 @@ if [ -f "$NGINX_TEMPLATE" ] && [ -f "$NGINX_RENDER" ]; then
      && ! grep -Eq '^[^#]*non_idempotent' "$CONF" \
      && "$NGINX" -t -q -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$CONF" >"$NGINX_DIR/t.log" 2>&1; then
     NGINX_SOURCE="${NGINX_TEMPLATE#"$ROOT"/} via ${NGINX_RENDER#"$ROOT"/}"
-    sed -i "s|^\([[:space:]]*\)access_log $NGINX_DIR/access.log;|\1log_format upstream '\$msec \$status \$request_method \$uri upstream=\$upstream_addr upstream_status=\$upstream_status rt=\$request_time';\n\1access_log $TMP/nginx-access.log upstream;|" "$CONF"
+    sed -i "s|^\([[:space:]]*\)access_log $NGINX_DIR/access.log;|\1$UPSTREAM_LOG\n\1access_log $TMP/nginx-access.log upstream;|" "$CONF"
   else
     log "warning: not using $NGINX_TEMPLATE ($(cat "$NGINX_DIR/render.err" "$NGINX_DIR/t.log" 2>/dev/null | tr '\n' ' ' | cut -c1-300)); generating one"
     rm -f "$CONF"
   fi
 fi
-[ -f "$CONF" ] || generated_nginx_conf >"$CONF"
-"$NGINX" -t -q -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$CONF" || die "bad nginx configuration $CONF"
-NGINX_ARGS=(-e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$CONF")
-grep -Eq '^[[:space:]]*daemon[[:space:]]+off' "$CONF" || NGINX_ARGS+=(-g 'daemon off;')  # stay in the foreground: our child
-"$NGINX" "${NGINX_ARGS[@]}" 2>>"$NGINX_DIR/error.log" & NGINX_PID=$!
-LB="http://127.0.0.1:$NGINX_PORT"
-wait_ready "$LB" 20 || die "nginx does not answer on $LB"
+# a POST that reached a node is never sent again: only refused connections, timeouts before sending, and
+# 502/503 answers go to the next node
+[ -f "$CONF" ] || nodes_nginx_conf "error timeout http_502 http_503" "$UPSTREAM_LOG
+    access_log $TMP/nginx-access.log upstream;" >"$CONF"
+nodes_nginx_start "$CONF"
 log "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///') on $LB, round robin over the 3 nodes (configuration $NGINX_SOURCE)"
 
-APP_JSON="$(curl -sf -X POST "$LB/admin/v1/apps" -H "Authorization: Bearer $COSYNC_OPERATOR_TOKEN" \
-  -H 'Content-Type: application/json' -d '{"name":"Multinode","signupFlow":"code"}')" || die "cannot create the app"
-APP_TOKEN="$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["appToken"])' <<<"$APP_JSON")"
-APP_ID="$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["appId"])' <<<"$APP_JSON")"
+nodes_create_app Multinode
 
 # ---- load and faults --------------------------------------------------------------------------------
 RESULTS="$TMP/results.json"; STARTED="$TMP/load.started"
 log "load: ${LOAD_SECONDS}s, $WORKERS workers (signup + code, completeSignup, login right/wrong, getUser); node $VICTIM SIGKILL at +${KILL_AT}s (restart ${KILL_DOWN}s later), PostgreSQL restart at +${PG_AT}s (down ${PG_DOWN}s)"
 "$PY" "$DRIVER" load --base "$LB" --app-token "$APP_TOKEN" --seconds "$LOAD_SECONDS" --workers "$WORKERS" \
   --timeout "$REQ_TIMEOUT" --error-pause "${MULTINODE_ERROR_PAUSE:-0.1}" --mails "$MAILS" --out "$RESULTS" --started "$STARTED" --seed "$RANDOM" & LOAD_PID=$!
-for _ in $(seq 300); do [ -s "$STARTED" ] && break; sleep 0.1; done
-[ -s "$STARTED" ] || die "the load driver did not start"
-T0="$(cat "$STARTED")"
-at() { awk -v a="$T0" -v b="$1" 'BEGIN{printf "%.3f", a+b}'; }
+nodes_load_started "$STARTED"
 
 sleep_until "$(at "$KILL_AT")"
 OLD_PID="${NODE_PIDS[$VICTIM]}"
@@ -251,9 +126,7 @@ all_ready=1
 for i in 1 2 3; do wait_ready "$(node_url "$i")" 30 || { all_ready=0; log "node $i: /readyz not 200 within 30 s of the PostgreSQL restart"; }; done
 if [ "$all_ready" = 1 ]; then event pg_nodes_ready; log "all 3 nodes ready again (reconnected by themselves; no node restarted)"; fi
 
-LOAD_STATUS=0; wait "$LOAD_PID" || LOAD_STATUS=$?; LOAD_PID=""
-[ "$LOAD_STATUS" -eq 0 ] || die "the load driver failed ($LOAD_STATUS)"
-log "load finished"
+nodes_load_wait
 
 echo "================ load report ================"
 RESULT5=PASS
@@ -293,6 +166,4 @@ for i in 1 2 3 4 5; do
   echo "${RESULT[$i]} $i"
   [ "${RESULT[$i]}" = PASS ] || FINAL=1
 done
-ELAPSED="$(awk -v a="$STARTED_AT" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}')"
-if [ "$FINAL" -eq 0 ]; then echo "multinode: PASS (${ELAPSED}s)"; else echo "multinode: FAIL (${ELAPSED}s)"; fi
-exit "$FINAL"
+nodes_finish multinode
