@@ -89,7 +89,6 @@ public struct AppAdministration: Sendable {
             let key: AppKeyPair
             if let pooled = try await AppKeyPair.pooled(db, logger: logger) {
                 key = pooled
-                keyPoolTaken.signal()
             } else {
                 key = try await AppKeyPair.generate(box: box)
             }
@@ -108,6 +107,8 @@ public struct AppAdministration: Sendable {
                 logger: logger)
             return (row, key)
         }
+        // After the commit: the filler counts the pool without the key this creation took.
+        keyPoolTaken.signal()
         let view = AppView(
             appId: appId, state: state, appToken: appToken, rawPublicKey: key.rawPublicKey, createdAt: row.createdAt,
             updatedAt: row.updatedAt, product: product)
@@ -353,7 +354,10 @@ public struct AppAdministration: Sendable {
         let generation = cache.beginLoad()
         let keys = try await client.withConnection { try await AppStore.keys($0, ref: row.ref, logger: logger) }
         let jwks = try keys.map { try RSAKeyMaterial.jwk(publicKeyPEM: $0.publicKeyPEM, kid: $0.kid) }
-        if let generation { cache.storeJWKS(jwks, ref: row.ref, generation: generation) }
+        // A rotated-out key retires by time, with no notification: the copy lasts until the first retirement.
+        if let generation {
+            cache.storeJWKS(jwks, ref: row.ref, until: keys.compactMap(\.retiresAt).min(), generation: generation)
+        }
         return jwks
     }
 

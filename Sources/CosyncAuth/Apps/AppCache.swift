@@ -41,7 +41,7 @@ public final class AppCache: Sendable {
         /// to, and dropped when the listener is back (notifications may have been missed meanwhile).
         var downSince: ContinuousClock.Instant?
         /// Each app's public keys as the JWKS route shows them.
-        var jwksByRef: [Int64: (keys: [[String: String]], loadedAt: ContinuousClock.Instant)] = [:]
+        var jwksByRef: [Int64: (keys: [[String: String]], loadedAt: ContinuousClock.Instant, until: Date?)] = [:]
         /// Counts every invalidation; `lastReset` and `invalidatedAt` say when each kind last happened.
         var generation: UInt64 = 0
         var lastReset: UInt64 = 0
@@ -178,17 +178,21 @@ public final class AppCache: Sendable {
     /// The app's JWKS keys, if known.
     func jwks(ref: Int64) -> [[String: String]]? {
         let now = ContinuousClock.now
+        let wall = Date()
         return state.withLockedValue { state in
-            guard state.serving(now, grace: outageGrace), let entry = state.jwksByRef[ref], now - entry.loadedAt < ttl else { return nil }
+            guard state.serving(now, grace: outageGrace), let entry = state.jwksByRef[ref], now - entry.loadedAt < ttl,
+                entry.until.map({ $0 > wall }) ?? true
+            else { return nil }
             return entry.keys
         }
     }
 
-    func storeJWKS(_ keys: [[String: String]], ref: Int64, generation: UInt64) {
+    /// Keeps an app's JWKS keys, at most until `until` (the first retirement of a rotated-out key).
+    func storeJWKS(_ keys: [[String: String]], ref: Int64, until: Date?, generation: UInt64) {
         let now = ContinuousClock.now
         state.withLockedValue { state in
             guard state.mayStore(ref: ref, loadedSince: generation), state.jwksByRef.count < capacity else { return }
-            state.jwksByRef[ref] = (keys, now)
+            state.jwksByRef[ref] = (keys, now, until)
         }
     }
 

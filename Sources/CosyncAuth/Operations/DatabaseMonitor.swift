@@ -61,7 +61,8 @@ public struct DatabaseMonitor: Service {
             // The app cache listener pings its pooled connection every 2 s: while those pings answer,
             // they stand for this probe (an idle node's transactions, issue 24). When that connection
             // ends, the contact is forgotten at once and this loop probes every `interval` again.
-            if failures == 0, state.heardFromDatabase(within: .milliseconds(2500)) {
+            // (Within 1.2 pings: a ping that hangs hands the watch back to this probe 0.4 s after it was due.)
+            if failures == 0, state.heardFromDatabase(within: .milliseconds(2400)) {
                 up.record(1)
                 if state.setDatabaseUp(true) { logger.notice("database reachable again") }
                 if collected.map({ started - $0 >= collectInterval }) ?? true {

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// SQL of `app_key_pool` (sql/0032), and only here: key pairs generated ahead for new apps and key
-/// rotations (`KeyPool`).
+/// SQL of `app_key_pool` (sql/0032), and only here: key pairs generated ahead for new apps
+/// (`KeyPool.swift`). A key rotation still generates its key (rare, and often after a compromise).
 enum KeyPoolStore {
     struct PooledKey {
         let kid: String

@@ -2,9 +2,10 @@ import NIOConcurrencyHelpers
 
 /// Wakes the outbox and webhook workers when work arrives, so that an idle node does not poll the
 /// database (issue 24: an idle node ≤ 1 transaction per second). `WorkListener` signals it on every
-/// `NOTIFY cosync_work` (sql/0030 sends one when a message or delivery is queued); the node that
-/// queues also signals its own workers at once. While no listener is connected the workers poll at
-/// their old pace (`isListening` false), so nothing waits on a notification that cannot come.
+/// `NOTIFY cosync_work` (sql/0030 sends one when a message or delivery is queued, at its commit; the
+/// queueing node hears its own notification like every other node). While no listener is connected
+/// the workers poll at their old pace (`isListening` false), so nothing waits on a notification that
+/// cannot come. The same type wakes the key pool's filler when a creation took a key.
 public final class WorkSignal: Sendable {
     private struct State {
         var generation: UInt64 = 0
