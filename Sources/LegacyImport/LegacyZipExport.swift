@@ -27,10 +27,44 @@ public enum LegacyZipExport {
         public let losses: [String: Int]
     }
 
+    /// How much a ZIP may unpack to: a guard against ZIP bombs (an upload of a few hundred KB that
+    /// inflates to gigabytes). The sizes an archive declares are checked before anything is written,
+    /// and the bytes actually inflated are counted while writing (declared sizes can lie).
+    public struct Limits: Sendable {
+        /// All five CSV files together.
+        public var maxTotalBytes: UInt64
+        /// One CSV file. Each is read whole into memory, so this bounds the memory too. The legacy
+        /// server (Node) builds each file as one string, which V8 caps at about 512 MiB.
+        public var maxEntryBytes: UInt64
+        /// Uncompressed ÷ compressed, for an entry above 1 MiB. Real CSV exports stay far below 100:1
+        /// (bcrypt hashes and ids do not compress); a deflate bomb reaches ~1000:1.
+        public var maxRatio: UInt64
+
+        public init(maxTotalBytes: UInt64 = 1 << 30, maxEntryBytes: UInt64 = 512 << 20, maxRatio: UInt64 = 200) {
+            self.maxTotalBytes = maxTotalBytes
+            self.maxEntryBytes = maxEntryBytes
+            self.maxRatio = maxRatio
+        }
+    }
+
+    static func megabytes(_ bytes: UInt64) -> String {
+        bytes >= 1 << 20 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
+    }
+
     /// Unzips `zip` and writes apps.json, users.json, signups.json, invites.json and
-    /// emailtemplates.json (JSON lines) into a new folder under `workDirectory`.
-    public static func convert(zip: URL, workDirectory: URL) throws -> Result {
+    /// emailtemplates.json (JSON lines) into a new folder under `workDirectory`. An archive that
+    /// would unpack to more than `limits` allow is refused, and nothing of it is left behind.
+    public static func convert(zip: URL, workDirectory: URL, limits: Limits = Limits()) throws -> Result {
         let folder = workDirectory.appendingPathComponent("legacy-zip-\(UUID().uuidString)")
+        do {
+            return try convert(zip: zip, folder: folder, limits: limits)
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
+        }
+    }
+
+    static func convert(zip: URL, folder: URL, limits: Limits) throws -> Result {
         let csvFolder = folder.appendingPathComponent("csv")
         // Decrypted secrets (keys, credentials) pass through here: owner-only, and removed after the run.
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -41,10 +75,7 @@ public enum LegacyZipExport {
         } catch {
             throw ImportFailure("\(zip.path) is not a readable ZIP file")
         }
-        for name in files {
-            guard let entry = archive[name] else { throw ImportFailure("\(zip.lastPathComponent) has no \(name) at its root: not a legacy export") }
-            _ = try archive.extract(entry, to: csvFolder.appendingPathComponent(name))
-        }
+        try extract(archive, named: zip.lastPathComponent, to: csvFolder, limits: limits)
         var losses: [String: Int] = [:]
 
         // The app row: its appId comes from the app token's payload.
@@ -80,6 +111,62 @@ public enum LegacyZipExport {
         try convert("email-template-collection.csv", "emailtemplates", dates: ["createdAt", "updatedAt"], numbers: [])
         try? FileManager.default.removeItem(at: csvFolder)
         return Result(folder: folder, losses: losses)
+    }
+
+    /// Writes the five CSV files of `archive` into `folder`, within `limits`: first by the sizes the
+    /// archive declares, then by the bytes inflated, counted as they are written.
+    static func extract(_ archive: Archive, named zipName: String, to folder: URL, limits: Limits) throws {
+        var entries: [(String, Entry)] = []
+        var declaredTotal: UInt64 = 0
+        for name in files {
+            guard let entry = archive[name] else { throw ImportFailure("\(zipName) has no \(name) at its root: not a legacy export") }
+            guard entry.type == .file else { throw ImportFailure("\(zipName): \(name) is not a plain file") }
+            let size = entry.uncompressedSize
+            guard size <= limits.maxEntryBytes else {
+                throw ImportFailure(
+                    "\(zipName): \(name) would unpack to \(megabytes(size)), over the limit of \(megabytes(limits.maxEntryBytes)) for one file")
+            }
+            if size > 1 << 20, size / max(entry.compressedSize, 1) > limits.maxRatio {
+                throw ImportFailure(
+                    "\(zipName): \(name) is compressed more than \(limits.maxRatio):1 (\(megabytes(entry.compressedSize)) to \(megabytes(size))), "
+                        + "which no real export is: refused as a possible ZIP bomb")
+            }
+            declaredTotal += size
+            guard declaredTotal <= limits.maxTotalBytes else {
+                throw ImportFailure("\(zipName) would unpack to more than the limit of \(megabytes(limits.maxTotalBytes))")
+            }
+            entries.append((name, entry))
+        }
+        var written: UInt64 = 0
+        for (name, entry) in entries {
+            let url = folder.appendingPathComponent(name)
+            guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                let handle = FileHandle(forWritingAtPath: url.path)
+            else { throw ImportFailure("cannot write \(url.path)") }
+            defer { try? handle.close() }
+            var entryWritten: UInt64 = 0
+            do {
+                _ = try archive.extract(entry) { chunk in
+                    entryWritten += UInt64(chunk.count)
+                    written += UInt64(chunk.count)
+                    // More than it declared (checked above), or past the limits: stop before writing it.
+                    guard entryWritten <= entry.uncompressedSize else {
+                        throw ImportFailure("\(zipName): \(name) unpacks to more than the \(megabytes(entry.uncompressedSize)) it declares: refused as a possible ZIP bomb")
+                    }
+                    guard entryWritten <= limits.maxEntryBytes else {
+                        throw ImportFailure("\(zipName): \(name) unpacks to more than the limit of \(megabytes(limits.maxEntryBytes)) for one file")
+                    }
+                    guard written <= limits.maxTotalBytes else {
+                        throw ImportFailure("\(zipName) unpacks to more than the limit of \(megabytes(limits.maxTotalBytes))")
+                    }
+                    try handle.write(contentsOf: chunk)
+                }
+            } catch let failure as ImportFailure {
+                throw failure
+            } catch {
+                throw ImportFailure("\(zipName): \(name) cannot be unpacked (\(error))")
+            }
+        }
     }
 
     /// A CSV row as a legacy document: empty cells are absent (as csv-writer wrote absent fields),
