@@ -18,8 +18,11 @@ import MultipartKit
 /// | GET `…/import/{jobId}/status` | the same as JSON (`phase`, `done`, `total`), for portal.js |
 /// | POST `…/import/{jobId}/run` | start the import after the dry run |
 ///
-/// The upload is at most `maxUpload` bytes. The work runs in a task of this server process; its state
+/// The upload is at most `maxUpload` bytes, and it may unpack to at most `LegacyZipExport.Limits()`
+/// (a ZIP bomb is refused by the check). The work runs in a task of this server process; its state
 /// is kept in memory for an hour (`PortalImportJobs`), so the page must be asked of the same node.
+/// The upload, the dry run and the import are audited as `portal:<email>` (`import.upload`,
+/// `import.check`, `import.run`; the importer's own `app.import` row names the same actor).
 extension PortalRoutes {
     static var maxUpload: Int { 32 << 20 }
 
@@ -163,10 +166,16 @@ extension PortalRoutes {
             guard file.count <= Self.maxUpload else {
                 return uploadForm(visitor, app: app, canImport: true, error: PortalText.text(.importTooLarge), status: .contentTooLarge)
             }
-            guard let job = try PortalImportJobs.shared.create(account: visitor.session.account.id, appId: app?.appId, zip: file) else {
+            guard
+                let job = try PortalImportJobs.shared.create(
+                    account: visitor.session.account.id, actor: visitor.actor, appId: app?.appId, zip: file)
+            else {
                 return uploadForm(visitor, app: app, canImport: true, error: PortalText.text(.importOneAtATime), status: .conflict)
             }
             let services = self.services
+            await PortalImportJobs.audit(
+                services, actor: visitor.actor, appId: app?.appId, action: "import.upload",
+                detail: ["job": .string(job), "bytes": .int(file.count)])
             Task { await PortalImportJobs.shared.check(job, services: services) }
             return PortalPages.redirect(Self.importBase(app?.appId) + "/" + job)
         }
@@ -306,10 +315,14 @@ final class PortalImportJobs: @unchecked Sendable {
     struct Job: Sendable {
         let id: String
         let account: UUID
+        /// The uploader as the audit log names them (`portal:<email>`).
+        let actor: String
         let appId: String?
         let created: Date
         let directory: URL
         var folder: URL?
+        /// The appId the export holds, once converted.
+        var exportedAppId: String?
         var notes: [ReportEntry] = []
         var phase: Phase = .checking
         var failure: String?
@@ -339,7 +352,7 @@ final class PortalImportJobs: @unchecked Sendable {
     }
 
     /// A new job holding the uploaded file; nil while the account has another job checking or running.
-    func create(account: UUID, appId: String?, zip: [UInt8]) throws -> String? {
+    func create(account: UUID, actor: String, appId: String?, zip: [UInt8]) throws -> String? {
         purge()
         let busy = lock.withLock { jobs.values.contains { $0.account == account && ($0.phase == .checking || $0.phase == .running) } }
         guard !busy else { return nil }
@@ -348,7 +361,7 @@ final class PortalImportJobs: @unchecked Sendable {
         // The export holds decrypted keys and secrets: owner-only, removed when the job ends.
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try Data(zip).write(to: directory.appendingPathComponent("export.zip"))
-        lock.withLock { jobs[id] = Job(id: id, account: account, appId: appId, created: Date(), directory: directory) }
+        lock.withLock { jobs[id] = Job(id: id, account: account, actor: actor, appId: appId, created: Date(), directory: directory) }
         return id
     }
 
@@ -375,6 +388,33 @@ final class PortalImportJobs: @unchecked Sendable {
         return PortalText.text(.genericError)
     }
 
+    /// An audit row of the job's uploader, on the app when it exists (for a new app: by its appId,
+    /// once the export names it). A failure to write it is logged; the work goes on.
+    static func audit(
+        _ services: CosyncServices, actor: String, appId: String?, action: String, status: String = "success", detail: [String: JSONValue]
+    ) async {
+        do {
+            var app: App?
+            if let appId, AppAdministration.isAppId(appId) { app = try await services.apps.currentApp(appId: appId) }
+            try await services.client.withConnection { db in
+                try await AuditLog.record(
+                    db, appRef: app?.ref, appId: app?.appId ?? appId ?? "", actor: actor, action: action, status: status, detail: detail,
+                    logger: services.logger)
+            }
+        } catch {
+            services.logger.warning("portal: could not write an import audit row", metadata: ["action": "\(action)", "error": "\(type(of: error))"])
+        }
+    }
+
+    /// The totals of a summary, for the audit row.
+    static func totals(_ summary: [(name: String, counts: ImportSummary.Counts)]) -> [String: JSONValue] {
+        let rows = summary.filter { $0.name != "apps" }.map(\.counts)
+        return [
+            "read": .int(rows.map(\.read).reduce(0, +)), "imported": .int(rows.map(\.imported).reduce(0, +)),
+            "refused": .int(rows.map(\.refused).reduce(0, +)),
+        ]
+    }
+
     /// Converts the ZIP and runs the dry run.
     func check(_ id: String, services: CosyncServices) async {
         guard let job = job(id) else { return }
@@ -385,10 +425,15 @@ final class PortalImportJobs: @unchecked Sendable {
                 ReportEntry(collection: "zip", legacyId: "", appId: "", handle: nil, action: "lost",
                             reason: "\(field): \(rows) rows held [object Object] or an unreadable value; not carried")
             }
+            let exported = Self.exportedAppId(converted.folder)
+            update(id) { $0.exportedAppId = exported }
             if let scope = job.appId {
-                let exported = Self.exportedAppId(converted.folder)
                 guard exported == scope else {
-                    fail(id, PortalText.text(.importWrongApp, ["exported": exported ?? "?"]))
+                    let reason = PortalText.text(.importWrongApp, ["exported": exported ?? "?"])
+                    fail(id, reason)
+                    await Self.audit(
+                        services, actor: job.actor, appId: scope, action: "import.check", status: "error",
+                        detail: ["job": .string(id), "reason": .string(reason)])
                     return
                 }
             }
@@ -408,9 +453,16 @@ final class PortalImportJobs: @unchecked Sendable {
                 job.total = summary.collections.filter { $0.0 != "apps" }.map(\.1.read).reduce(0, +)
                 job.phase = .checked
             }
+            var detail = Self.totals(summary.collections.map { ($0.0, $0.1) })
+            detail["job"] = .string(id)
+            await Self.audit(services, actor: job.actor, appId: job.appId ?? exported, action: "import.check", detail: detail)
         } catch {
             services.logger.notice("portal: an import check failed", metadata: ["error": "\(String(reflecting: error))"])
-            fail(id, Self.reason(error))
+            let reason = Self.reason(error)
+            fail(id, reason)
+            await Self.audit(
+                services, actor: job.actor, appId: job.appId ?? self.job(id)?.exportedAppId, action: "import.check", status: "error",
+                detail: ["job": .string(id), "reason": .string(reason)])
         }
     }
 
@@ -431,6 +483,7 @@ final class PortalImportJobs: @unchecked Sendable {
             var options = ImportOptions(directory: folder, encryptKey: nil)
             options.notes = job.notes
             options.reportURL = job.directory.appendingPathComponent("report.json")
+            options.actor = job.actor
             let progress = ImportProgress(interactive: true, quiet: true, observer: { [weak self] collection, done, _, _ in
                 self?.update(id) { $0.doneBy[collection] = done }
             })
@@ -443,9 +496,17 @@ final class PortalImportJobs: @unchecked Sendable {
                 job.phase = .done
             }
             try? FileManager.default.removeItem(at: job.directory)
+            var detail = Self.totals(summary.collections.map { ($0.0, $0.1) })
+            detail["job"] = .string(id)
+            detail["reportEntries"] = .int(summary.reportEntries)
+            await Self.audit(services, actor: job.actor, appId: job.appId ?? job.exportedAppId, action: "import.run", detail: detail)
         } catch {
             services.logger.notice("portal: an import failed", metadata: ["error": "\(String(reflecting: error))"])
-            fail(id, Self.reason(error))
+            let reason = Self.reason(error)
+            fail(id, reason)
+            await Self.audit(
+                services, actor: job.actor, appId: job.appId ?? job.exportedAppId, action: "import.run", status: "error",
+                detail: ["job": .string(id), "reason": .string(reason)])
         }
     }
 

@@ -36,6 +36,8 @@ public struct ImportOptions: Sendable {
     public var databaseReady = true
     /// Entries to put in the report before the rows' (e.g. what a ZIP export lost).
     public var notes: [ReportEntry] = []
+    /// Who the audit rows name: `import` for the command, `portal:<email>` for the Portal's import.
+    public var actor = "import"
 
     public init(directory: URL, encryptKey: String?) {
         self.directory = directory
@@ -280,7 +282,7 @@ public final class LegacyImporter: @unchecked Sendable {
                 db, ref: ref, kid: app.key.kid, publicKeyPEM: app.publicKeyPEM,
                 privateKeySealed: try self.box.seal(app.key.privateKeyPEM, purpose: .appKey(kid: app.key.kid)), logger: self.logger)
             try await AuditLog.record(
-                db, appRef: ref, appId: app.appId, actor: "import", action: "app.import", detail: ["name": .string(app.name)], logger: self.logger)
+                db, appRef: ref, appId: app.appId, actor: self.options.actor, action: "app.import", detail: ["name": .string(app.name)], logger: self.logger)
             return ref
         }
     }

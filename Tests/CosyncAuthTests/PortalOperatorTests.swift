@@ -172,7 +172,7 @@ struct PortalOperatorTests {
     func importZip() async throws {
         let export = try Self.exportZip()
         let (operatorSession, operatorCookie) = try await PortalPageTests.account(operator: true)
-        _ = operatorSession
+        let actor = operatorSession.auditActor
         try await TestEnvironment.withLiveServer { api in
             let browser = Browser(api: api, session: operatorCookie)
             let form = try await browser.get("/portal/import")
@@ -190,6 +190,10 @@ struct PortalOperatorTests {
             let notZipJob = try #require(notZip.headers[.location])
             let failed = try await Self.waitWhile("checking", browser, notZipJob)
             #expect(failed.text.contains("id=\"import-failed\""), "\(failed.text)")
+            // A ZIP bomb (32 MiB of one byte in ~32 KB) is refused by the check, with the reason.
+            let bomb = try await Self.upload(browser, "/portal/import", csrf: token, file: try LegacyZipLimitTests.bomb())
+            let bombPage = try await Self.waitWhile("checking", browser, try #require(bomb.headers[.location]))
+            #expect(bombPage.text.contains("id=\"import-failed\"") && bombPage.text.contains("ZIP bomb"), "\(bombPage.text)")
 
             let uploaded = try await Self.upload(browser, "/portal/import", csrf: token, file: export.zip)
             #expect(uploaded.status == .seeOther, "\(uploaded.status) \(uploaded.text)")
@@ -207,6 +211,22 @@ struct PortalOperatorTests {
             #expect(started.status == .seeOther)
             let done = try await Self.waitWhile("running", browser, job)
             #expect(done.text.contains("id=\"import-done\""), "\(done.text)")
+            // The upload, the dry run and the import are audited with the operator's identity, on the app.
+            func count(_ action: String, status: String = "success", appId: String? = nil) async throws -> Int {
+                let rows = try await TestEnvironment.value(
+                    """
+                    SELECT count(*)::int FROM audit_log WHERE actor = \(actor) AND action = \(action) AND status = \(status)
+                    AND (\(appId ?? "") = '' OR (app_id = \(appId ?? "") AND app_ref IS NOT NULL))
+                    """, as: Int.self)
+                return rows ?? 0
+            }
+            #expect(try await count("import.upload") == 3)
+            #expect(try await count("import.check", status: "error") == 2, "the file that is not a ZIP, and the bomb")
+            #expect(try await count("import.check") == 1)
+            #expect(try await count("import.run", appId: export.appId) == 1)
+            #expect(try await count("app.import", appId: export.appId) == 1)
+            #expect(try await TestEnvironment.value(
+                "SELECT count(*)::int FROM audit_log WHERE app_id = \(export.appId) AND actor = 'import'", as: Int.self) == 0)
 
             // The imported user signs in with the old app token and the old password.
             let sdk = SDK(api: api, appToken: export.appToken)
