@@ -12,10 +12,14 @@ import Hummingbird
 /// | GET/POST `/portal/apps/{appId}/webhooks` | endpoints; add one (its secret shown once on its page) | all / editors+ |
 /// | GET/POST `/portal/apps/{appId}/webhooks/{id}` | an endpoint, its delivery log (`cursor`); edit | all / editors+ |
 /// | POST `…/{id}/disable` | disable | editors+ |
-/// | POST `…/{id}/rotate-secret` | a new secret, shown once (fresh sign-in) | editors+ |
+/// | POST `…/{id}/rotate-secret` | a new secret, shown once (fresh sign-in) | owners |
 /// | POST `…/{id}/delete` | delete (fresh sign-in) | owners |
 /// | GET `…/{id}/deliveries/{messageId}` | one message and each of its attempts | all |
 /// | POST `…/{id}/deliveries/{messageId}/replay` | queue it again (same webhook-id) | editors+ |
+///
+/// "Owners" includes operators (their role on every app is owner). An endpoint's signing secret is
+/// key material (it signs what the app's backend trusts), so rotating it is the owners', as rotating
+/// the app's keys is.
 extension PortalRoutes {
     func registerWebhooks(on router: Router<Context>) {
         router.get("portal/apps/:appId/webhooks") { request, context in await webhooksPage(request, appId: Self.appParameter(context)) }
@@ -160,7 +164,7 @@ extension PortalRoutes {
             "enabled": form.map { $0["enabled"] != nil } ?? endpoint.enabled, "state": Self.state(endpoint),
             "failures": String(endpoint.consecutiveFailures), "created": Self.date(endpoint.createdAt), "updated": Self.date(endpoint.updatedAt),
             "types": Self.eventTypeBoxes(chosen, prefix: "type-"), "deliveries": deliveries,
-            "canEdit": canEdit, "canDisable": canEdit && endpoint.enabled, "canDelete": role == .owner,
+            "canEdit": canEdit, "canDisable": canEdit && endpoint.enabled, "canRotate": role == .owner, "canDelete": role == .owner,
             "editCSRF": csrf.token(bound: visitor.cookie, purpose: Self.webhookPurpose("edit", appId: app.appId, webhookId: id)),
             "disableCSRF": csrf.token(bound: visitor.cookie, purpose: Self.webhookPurpose("disable", appId: app.appId, webhookId: id)),
             "rotateCSRF": csrf.token(bound: visitor.cookie, purpose: Self.webhookPurpose("rotate", appId: app.appId, webhookId: id)),
@@ -230,12 +234,13 @@ extension PortalRoutes {
         }
     }
 
-    /// `POST …/{id}/rotate-secret` (editors+, fresh sign-in): the new secret is shown once; the
-    /// previous one keeps signing for the overlap.
+    /// `POST …/{id}/rotate-secret` (owners and operators, fresh sign-in): the new secret is shown
+    /// once; the previous one keeps signing for the overlap.
     func rotateWebhookSecret(_ request: Request, appId: String, webhookId: String) async -> Response {
         await signedInPost(request, purpose: Self.webhookPurpose("rotate", appId: appId, webhookId: webhookId)) { visitor, _ in
             let (app, role) = try await access(visitor, appId: appId)
-            guard role != .viewer else { throw Stop.forbidden }
+            // The signing secret lets one forge webhooks to the app's backend: owners (and operators) only.
+            guard role == .owner else { throw Stop.forbidden }
             let id = try Self.webhookKey(webhookId)
             _ = try await services.webhooks.get(app: app, id: id)
             guard visitor.isFresh else { throw Stop.reauth(next: "/portal/apps/\(app.appId)/webhooks/\(id)") }
@@ -411,6 +416,8 @@ extension PortalPages {
             <button id="webhook-disable-submit" type="submit" class="secondary">{{t.webhookDisableButton}}</button>
             </form>
             {{/canDisable}}
+            {{/canEdit}}
+            {{#canRotate}}
             <section class="card wide" aria-labelledby="rotate-secret-heading">
             <h2 id="rotate-secret-heading">{{t.webhookRotateHeading}}</h2>
             <p>{{t.webhookRotateHelp}}</p>
@@ -419,7 +426,7 @@ extension PortalPages {
             <button id="webhook-rotate-submit" type="submit">{{t.webhookRotateButton}}</button>
             </form>
             </section>
-            {{/canEdit}}
+            {{/canRotate}}
             {{#canDelete}}
             <section class="card wide" aria-labelledby="delete-webhook-heading">
             <h2 id="delete-webhook-heading">{{t.webhookDeleteHeading}}</h2>

@@ -280,12 +280,24 @@ struct PortalObserveTests {
             #expect(stored.object["url"] == .string("http://127.0.0.1:9/hook") && stored.object["enabled"] == .bool(true), "nothing changed")
             #expect(try await api.call(.get, "/admin/v1/apps/\(mine)/webhooks").object["webhooks"]?.arrayValue?.count == 1)
 
-            // An editor edits but does not delete (owners only), and sees no delete form.
+            // An editor edits but neither deletes nor rotates the signing secret (key material: owners
+            // and operators only), and sees neither form.
             let editor = Browser(api: api, session: editorCookie)
             let editorPage = try await editor.get("\(base)/\(webhookId)")
             #expect(editorPage.text.contains("id=\"edit-webhook\"") && !editorPage.text.contains("id=\"delete-webhook\""))
+            #expect(!editorPage.text.contains("id=\"rotate-webhook-secret\""), "an editor sees the secret rotation")
             let deletePurpose = Self.purpose("delete", appId: mine, webhookId: webhookId)
             #expect(try await editor.post("\(base)/\(webhookId)/delete", [("csrf", try PortalPageTests.forgedToken(cookie: editorCookie, purpose: deletePurpose))]).status == .forbidden)
+            let rotatePurpose = Self.purpose("rotate", appId: mine, webhookId: webhookId)
+            let editorRotate = try await editor.post(
+                "\(base)/\(webhookId)/rotate-secret", [("csrf", try PortalPageTests.forgedToken(cookie: editorCookie, purpose: rotatePurpose))])
+            #expect(editorRotate.status == .forbidden, "an editor's rotation: \(editorRotate.status)")
+            #expect(try await TestEnvironment.value(
+                "SELECT count(*)::int FROM audit_log WHERE app_id = \(mine) AND action LIKE 'webhook.%secret%'", as: Int.self) == 0)
+            // An owner (not an operator) sees the rotation form.
+            let (_, ownerCookie) = try await PortalPageTests.account(appId: mine, role: .owner, by: operatorSession)
+            let ownerPage = try await Browser(api: api, session: ownerCookie).get("\(base)/\(webhookId)")
+            #expect(ownerPage.text.contains("id=\"rotate-webhook-secret\"") && ownerPage.text.contains("id=\"delete-webhook\""))
 
             // Another app, a webhook of no app, a malformed id: 404.
             for path in ["/portal/apps/\(other)/audit", "/portal/apps/\(other)/outbox", "/portal/apps/\(other)/webhooks",

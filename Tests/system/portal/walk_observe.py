@@ -198,6 +198,8 @@ def walk_observe(args, world, op, receiver, base, app_id):
         dev.get(endpoint_path, "observe-webhook-editor")
         if dev.has("delete-webhook"):
             dev.fail("an editor's endpoint page offers the delete form (owners only)")
+        if dev.has("rotate-webhook-secret"):
+            dev.fail("an editor's endpoint page offers the secret rotation (owners and operators only)")
         if not dev.has("edit-webhook"):
             dev.fail("an editor's endpoint page lacks the edit form")
         dev.get(f"/portal/apps/{app_id}/audit", "observe-audit-editor")
@@ -205,6 +207,9 @@ def walk_observe(args, world, op, receiver, base, app_id):
         r = dev.http().post(base + endpoint_path + "/delete", data={"csrf": dev.page_csrf() or ""}, allow_redirects=False, timeout=30)
         if r.status_code != 403:
             dev.fail(f"an editor's POST to delete the endpoint: HTTP {r.status_code}, expected 403")
+        r = dev.http().post(base + endpoint_path + "/rotate-secret", data={"csrf": dev.page_csrf() or ""}, allow_redirects=False, timeout=30)
+        if r.status_code != 403:
+            dev.fail(f"an editor's POST to rotate the endpoint's secret: HTTP {r.status_code}, expected 403")
         r = dev.http().post(base + endpoint_path + "/disable", data={"x": "1"}, allow_redirects=False, timeout=30)
         if r.status_code != 403:
             dev.fail(f"a CSRF-less POST to disable the endpoint: HTTP {r.status_code}, expected 403")
