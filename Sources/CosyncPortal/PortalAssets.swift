@@ -167,6 +167,8 @@ enum PortalAssets {
               body: JSON.stringify(body)
             }).then(function (answer) {
               return answer.json().then(function (json) {
+                // A refusal that names a page (a fresh sign-in is needed first): go there; the chain stops.
+                if (!answer.ok && json.location) { window.location.assign(json.location); return new Promise(function () {}); }
                 if (!answer.ok) { var e = new Error(json.message || ""); e.fromServer = true; throw e; }
                 return json;
               });
@@ -180,8 +182,6 @@ enum PortalAssets {
             button.addEventListener("click", function () {
               var create = button.getAttribute("data-passkey") === "create";
               var body = { csrf: button.getAttribute("data-csrf") };
-              var email = document.getElementById(button.getAttribute("data-email-field") || "");
-              if (email && email.value) { body.email = email.value; }
               var name = document.getElementById(button.getAttribute("data-name-field") || "");
               if (name && name.value) { body.name = name.value; }
               if (button.getAttribute("data-next")) { body.next = button.getAttribute("data-next"); }

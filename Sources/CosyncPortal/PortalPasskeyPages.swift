@@ -9,12 +9,12 @@ import Hummingbird
 ///
 /// | Method and path | Body (JSON) | Answer (JSON) |
 /// |---|---|---|
-/// | POST `/portal/passkey/sign-in/options` | `csrf` (the sign-in form's), `email` (optional) | `{"publicKey": request options}` |
+/// | POST `/portal/passkey/sign-in/options` | `csrf` (the sign-in form's) | `{"publicKey": request options}` (discoverable) |
 /// | POST `/portal/passkey/sign-in/finish` | `csrf`, `credential` | `{"location": "/portal"}` and the session cookie |
 /// | POST `/portal/passkey/enrol/options` | `csrf` (the enrolment form's) | `{"publicKey": creation options}` |
 /// | POST `/portal/passkey/enrol/finish` | `csrf`, `credential`, `name` | `{"location": "/portal"}` and the session cookie |
-/// | POST `/portal/passkey/add/options` | `csrf` (the account page's) | `{"publicKey": creation options}` |
-/// | POST `/portal/passkey/add/finish` | `csrf`, `credential`, `name` | `{"location": "/portal/account"}` |
+/// | POST `/portal/passkey/add/options` | `csrf` (the account page's) | `{"publicKey": creation options}` (needs a fresh sign-in) |
+/// | POST `/portal/passkey/add/finish` | `csrf`, `credential`, `name` | `{"location": "/portal/account"}` (needs a fresh sign-in) |
 /// | POST `/portal/passkey/reauth/options` | `csrf` (the fresh sign-in form's) | `{"publicKey": request options}` |
 /// | POST `/portal/passkey/reauth/finish` | `csrf`, `credential`, `next` | `{"location": next}` |
 /// | GET `/portal/account` | the account page: its passkeys (`#passkeys`), `#passkey-add` | |
@@ -22,12 +22,13 @@ import Hummingbird
 ///
 /// The CSRF token is the page's own (in `X-CSRF-Token` or the `csrf` member), bound as the page's forms
 /// are: to the browser key before sign-in, to the session after. A browser `Origin` other than the
-/// Portal's is refused. A refusal is `{"error": reason, "message": text}` with its status.
+/// Portal's is refused. A refusal is `{"error": reason, "message": text}` with its status; a call that
+/// needs a fresh sign-in is refused with 403 `reauth_required` and a `location` to go to.
 extension PortalRoutes {
     func registerPasskeys(on router: Router<Context>) {
-        router.post("portal/passkey/sign-in/options") { request, _ in
-            await anonymousJSON(request, purpose: "sign-in") { body, key in
-                let options = try await services.portalPasskeys.signInOptions(email: body["email"]?.stringValue, browserKey: key)
+        router.post("portal/passkey/sign-in/options") { request, context in
+            await anonymousJSON(request, purpose: "sign-in") { _, key in
+                let options = try await services.portalPasskeys.signInOptions(browserKey: key, address: clientAddress(request, context))
                 return Self.json(["publicKey": options])
             }
         }
@@ -53,13 +54,16 @@ extension PortalRoutes {
                     cookies: [cookies.set(cookies.sessionName, signedIn.cookie), cookies.clear(cookies.onceName)])
             }
         }
+        // Adding a passkey is a new way into the account: it needs a fresh sign-in, as removing one does.
         router.post("portal/passkey/add/options") { request, _ in
             await signedInJSON(request, purpose: "account") { visitor, _ in
-                Self.json(["publicKey": try await services.portalPasskeys.addOptions(session: visitor.session)])
+                guard visitor.isFresh else { return reauthRequired(next: "/portal/account") }
+                return Self.json(["publicKey": try await services.portalPasskeys.addOptions(session: visitor.session)])
             }
         }
         router.post("portal/passkey/add/finish") { request, _ in
             await signedInJSON(request, purpose: "account") { visitor, body in
+                guard visitor.isFresh else { return reauthRequired(next: "/portal/account") }
                 try await services.portalPasskeys.add(session: visitor.session, credential: try Self.credential(body), name: body["name"]?.stringValue)
                 return Self.json(["location": .string("/portal/account")])
             }
@@ -177,6 +181,16 @@ extension PortalRoutes {
         }
     }
 
+    /// The refusal of a call that needs a fresh sign-in: 403 `reauth_required`, with the fresh sign-in
+    /// page in `location` (the script goes there).
+    func reauthRequired(next: String) -> Response {
+        Self.json(
+            [
+                "error": .string("reauth_required"), "message": .string(PortalText.text(.reauthPrompt)),
+                "location": .string("/portal/reauth?next=" + PortalForm.encode(next)),
+            ], status: .forbidden)
+    }
+
     static func credential(_ body: [String: JSONValue]) throws -> [String: JSONValue] {
         guard case .object(let credential)? = body["credential"] else { throw PortalPasskeyError.refused }
         return credential
@@ -217,7 +231,7 @@ extension PortalPages {
         "passkey.signIn": """
             <section class="card passkey" aria-labelledby="passkey-heading">
             <h2 id="passkey-heading">{{t.passkeySignInHeading}}</h2>
-            <button type="button" id="passkey-sign-in" class="secondary" data-passkey="get" data-options="/portal/passkey/sign-in/options" data-finish="/portal/passkey/sign-in/finish" data-csrf="{{csrf}}" data-email-field="email" data-text-failed="{{t.passkeyFailed}}" data-text-cancelled="{{t.passkeyCancelled}}" data-text-unsupported="{{t.passkeyUnsupported}}" hidden>{{t.passkeySignInButton}}</button>
+            <button type="button" id="passkey-sign-in" class="secondary" data-passkey="get" data-options="/portal/passkey/sign-in/options" data-finish="/portal/passkey/sign-in/finish" data-csrf="{{csrf}}" data-text-failed="{{t.passkeyFailed}}" data-text-cancelled="{{t.passkeyCancelled}}" data-text-unsupported="{{t.passkeyUnsupported}}" hidden>{{t.passkeySignInButton}}</button>
             <p id="passkey-status" class="error" role="alert" hidden></p>
             <noscript><p>{{t.passkeyNoScript}}</p></noscript>
             </section>

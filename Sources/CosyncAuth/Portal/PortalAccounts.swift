@@ -220,7 +220,8 @@ public final class PortalAccounts: Sendable {
     ///   usual (an account that never finished its enrolment is led to it by the sign-in). Whoever holds
     ///   an invite code (an app's owner who invited the address, say) cannot replace the credentials of
     ///   an account, even a half-set-up one, and so cannot take over its roles or operator flag; only the
-    ///   recovery invite of the `portal-operator` command (run on the server) resets them.
+    ///   recovery invite of the `portal-operator` command (run on the server) resets them: password, TOTP,
+    ///   sessions and passkeys (the account enrols again).
     public func acceptInvite(code: String, password: String, address: String? = nil) async throws -> PortalEnrolment? {
         guard let hash = Self.secretHash(code) else { throw PortalError.inviteInvalid }
         let (invite, existing) = try await client.withConnection { db -> (PortalStore.InviteRow?, PortalStore.AccountRow?) in
@@ -255,7 +256,17 @@ public final class PortalAccounts: Sendable {
             }
             let sealed = try box.seal(Data(secret), purpose: .portalTOTP(accountId: row.id))
             try await PortalStore.setCredentials(db, id: row.id, passwordHash: passwordHash, totpSealed: sealed, logger: logger)
-            if used.resets { try await PortalStore.deleteSessions(db, accountId: row.id, logger: logger) }
+            if used.resets {
+                try await PortalStore.deleteSessions(db, accountId: row.id, logger: logger)
+                // The recovery replaces every way to sign in: a passkey left by whoever held the account
+                // would still sign in as it (an operator).
+                let removed = try await PortalPasskeyStore.removeAll(db, accountId: row.id, logger: logger)
+                if !removed.isEmpty {
+                    try await audit(
+                        db, actor: actor, action: "portal.passkey.remove",
+                        detail: ["reason": .string("recovery invite"), "names": .array(removed.map(JSONValue.string))])
+                }
+            }
             try await grant(db, used, to: row.id)
             try await PortalStore.insertTicket(
                 db, secretHash: Secrets.sha256(ticket), kind: "enrol", accountId: row.id, lifetimeSeconds: Self.enrolTicketSeconds,

@@ -84,8 +84,9 @@ public enum PortalPasskeyError: Error, Equatable, Sendable {
 /// browser, ticket or session that asked.
 ///
 /// Limits: before an assertion is verified, one attempt is reserved in `portal_throttle` for the
-/// client address (and, once the passkey names it, for the account), as a password is. A sign-in
-/// by passkey is a full sign-in (`provenBy` "passkey").
+/// client address; the account is charged only for failures after a verified signature (see
+/// `checkAssertion`). Sign-in options take a slot of the address too. A sign-in by passkey is a full
+/// sign-in (`provenBy` "passkey").
 public final class PortalPasskeys: Sendable {
     let accounts: PortalAccounts
     public let relyingParty: PortalRelyingParty?
@@ -319,25 +320,38 @@ public final class PortalPasskeys: Sendable {
 
     // MARK: sign-in and fresh sign-in
 
-    /// Options for a sign-in. Without an e-mail the browser offers the passkeys it holds for the
-    /// Portal (discoverable credentials); with one, the options name that account's passkeys (an
-    /// unknown address gets an empty list, as a known one without passkeys does). The challenge is
-    /// bound to the browser key.
-    public func signInOptions(email: String?, browserKey: String) async throws -> JSONValue {
+    /// Options for a sign-in: always discoverable (an empty `allowCredentials`; the browser offers the
+    /// passkeys it holds for the Portal). No e-mail is read, so the answer tells nothing about any
+    /// account. The challenge is bound to the browser key.
+    ///
+    /// Each call stores a challenge row, so each reserves one of `optionsPerAddress` slots of the
+    /// client address in `portal_throttle` (`locked` beyond them, 30 s doubling as for a password); a
+    /// sign-in that succeeds gives its slot back, so only ceremonies left unfinished count.
+    public func signInOptions(browserKey: String, address: String? = nil) async throws -> JSONValue {
         let rp = try rp()
         let challenge = Self.newChallenge()
-        let email = email.flatMap { try? PortalAccounts.normalizedEmail($0) }
-        return try await client.withConnection { db in
-            var allow: [PortalPasskeyStore.PasskeyRow] = []
-            if let email, let row = try await PortalStore.account(db, email: email, logger: logger) {
-                allow = try await PortalPasskeyStore.passkeys(db, accountId: row.id, logger: logger)
+        let limits = accounts.limits
+        return try await client.transaction(logger: logger) { db in
+            if let subject = Self.optionsSubject(address) {
+                guard try await ThrottleStore.reserve(
+                    db, scope: .portal, subject: subject, threshold: Self.optionsPerAddress, windowSeconds: limits.throttleWindow,
+                    maxLockSeconds: limits.maxLockout, logger: logger)
+                else {
+                    throw PortalError.locked(
+                        retryAfterSeconds: max(1, try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: [subject], logger: logger)))
+                }
             }
             try await PortalPasskeyStore.insertChallenge(
                 db, challenge: challenge, purpose: "sign-in", binding: Self.binding("browser", browserKey), accountId: nil,
                 lifetimeSeconds: Self.challengeSeconds, logger: logger)
-            return requestOptions(challenge: challenge, allow: allow, rp: rp)
+            return requestOptions(challenge: challenge, allow: [], rp: rp)
         }
     }
+
+    /// Unfinished sign-in ceremonies an address may start per throttle window.
+    static let optionsPerAddress = PortalAccounts.maxLoginAttempts * 4
+
+    static func optionsSubject(_ address: String?) -> String? { address.map { "passkey-options:\($0)" } }
 
     /// A sign-in with a passkey: a new session proven by "passkey".
     public func signIn(credential: [String: JSONValue], browserKey: String, address: String? = nil) async throws -> PortalSignIn {
@@ -348,6 +362,9 @@ public final class PortalPasskeys: Sendable {
         let session = try await client.transaction(logger: logger) { db -> PortalStore.SessionRow in
             let session = try await PortalStore.insertSession(
                 db, accountId: row.id, secretHash: Secrets.sha256(cookie), provenBy: Self.provenBy, logger: logger)
+            if let subject = Self.optionsSubject(address) {
+                try await ThrottleStore.release(db, scope: .portal, subject: subject, threshold: Self.optionsPerAddress, logger: logger)
+            }
             try await accounts.audit(db, actor: "portal:\(row.email)", action: "portal.sign-in", detail: ["method": .string("passkey")])
             return session
         }
@@ -384,8 +401,19 @@ public final class PortalPasskeys: Sendable {
     }
 
     /// The assertion check shared by sign-in and fresh sign-in: the challenge is taken (single use);
-    /// one attempt is reserved for the address, then for the account the passkey belongs to; the
-    /// verifier runs; the counter moves forward. A success gives the reservations back.
+    /// one attempt is reserved for the address; the verifier runs; the counter moves forward. A
+    /// success gives the address's reservation back and clears the account's count.
+    ///
+    /// Which limit counts a failure. A credential id is no secret (a browser sends it with every
+    /// assertion, and anyone who saw one can repeat it), so an assertion naming an account's passkey
+    /// proves nothing until its signature verifies. Counting such failures against the account would
+    /// let a stranger lock its passkey sign-in from anywhere, while guessing a signature is hopeless
+    /// anyway. So: every attempt is reserved against the client address (before anything is
+    /// checked), and only the address is charged for unknown passkeys, bad signatures, suspended or
+    /// other accounts. The account is charged only for a failure after a signature that verified (the
+    /// counter went back, or the user handle names another account): only a holder of the passkey's
+    /// key (or a clone of it) can cause those, and the account's lock then stops the clone. A lock of
+    /// the account holds against every assertion for it, the right one included.
     func checkAssertion(
         _ credential: [String: JSONValue], purpose: String, binding: Data, accountId expected: UUID?, address: String?, action: String
     ) async throws -> (PortalStore.AccountRow, PortalPasskeyStore.PasskeyRow) {
@@ -397,41 +425,35 @@ public final class PortalPasskeys: Sendable {
         let limits = accounts.limits
         let addressSubject = address.map { "passkey-address:\($0)" }
         let addressThreshold = PortalAccounts.maxLoginAttempts * 4
-        let (row, passkey, accountSubject) = try await client.transaction(logger: logger) {
-            db -> (PortalStore.AccountRow?, PortalPasskeyStore.PasskeyRow?, String?) in
+        let (row, passkey) = try await client.transaction(logger: logger) {
+            db -> (PortalStore.AccountRow?, PortalPasskeyStore.PasskeyRow?) in
             guard let taken = try await PortalPasskeyStore.takeChallenge(db, challenge: challenge.text, purpose: purpose, binding: binding, logger: logger),
                 taken == expected
             else { throw PortalPasskeyError.expired }
-            var subjects: [String] = []
             if let addressSubject {
                 guard try await ThrottleStore.reserve(
                     db, scope: .portal, subject: addressSubject, threshold: addressThreshold, windowSeconds: limits.throttleWindow,
                     maxLockSeconds: limits.maxLockout, logger: logger)
                 else {
-                    subjects.append(addressSubject)
                     throw PortalError.locked(
-                        retryAfterSeconds: max(1, try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: subjects, logger: logger)))
+                        retryAfterSeconds: max(1, try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: [addressSubject], logger: logger)))
                 }
             }
             guard let passkey = try await PortalPasskeyStore.passkey(db, credentialId: credentialId, logger: logger),
                 let row = try await PortalStore.account(db, id: passkey.accountId, logger: logger)
-            else { return (nil, nil, nil) }
-            let subject = "passkey:\(row.id.uuidString.lowercased())"
-            guard try await ThrottleStore.reserve(
-                db, scope: .portal, subject: subject, threshold: PortalAccounts.maxLoginAttempts, windowSeconds: limits.throttleWindow,
-                maxLockSeconds: limits.maxLockout, logger: logger)
-            else {
-                throw PortalError.locked(
-                    retryAfterSeconds: max(1, try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: [subject], logger: logger)))
-            }
-            return (row, passkey, subject)
+            else { return (nil, nil) }
+            let subject = Self.accountSubject(row.id)
+            let locked = try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: [subject], logger: logger)
+            guard locked == 0 else { throw PortalError.locked(retryAfterSeconds: max(1, locked)) }
+            return (row, passkey)
         }
         func refuse(_ actor: String, _ reason: String) async -> PortalPasskeyError {
             await accounts.auditAlone(actor: actor, action: action, detail: ["method": .string("passkey"), "reason": .string(reason)])
             return .refused
         }
-        guard let row, let passkey, let accountSubject else { throw await refuse("portal:unknown", "unknown passkey") }
+        guard let row, let passkey else { throw await refuse("portal:unknown", "unknown passkey") }
         let actor = "portal:\(row.email)"
+        let accountSubject = Self.accountSubject(row.id)
         guard expected == nil || expected == row.id else { throw await refuse(actor, "a passkey of another account") }
         guard row.status == "active" else { throw await refuse(actor, "account suspended") }
         let verified: VerifiedAssertion
@@ -444,8 +466,19 @@ public final class PortalPasskeys: Sendable {
         } catch {
             throw await refuse(actor, error.message)
         }
-        if let handle = verified.userHandle, handle != Self.userHandle(row.id) { throw await refuse(actor, "the user handle names another account") }
-        if verified.counterRegressed { throw await refuse(actor, "the signature counter did not move forward (a cloned authenticator?)") }
+        // A failure after a verified signature: charged to the account too (see above).
+        func refuseVerified(_ reason: String) async throws -> PortalPasskeyError {
+            try await client.withConnection { db in
+                _ = try await ThrottleStore.reserve(
+                    db, scope: .portal, subject: accountSubject, threshold: PortalAccounts.maxLoginAttempts,
+                    windowSeconds: limits.throttleWindow, maxLockSeconds: limits.maxLockout, logger: logger)
+            }
+            return await refuse(actor, reason)
+        }
+        if let handle = verified.userHandle, handle != Self.userHandle(row.id) {
+            throw try await refuseVerified("the user handle names another account")
+        }
+        if verified.counterRegressed { throw try await refuseVerified("the signature counter did not move forward (a cloned authenticator?)") }
         try await client.transaction(logger: logger) { db in
             guard try await PortalPasskeyStore.recordUse(db, id: passkey.id, signCount: Int64(verified.signCount), logger: logger) else {
                 throw PortalPasskeyError.refused
@@ -457,6 +490,8 @@ public final class PortalPasskeys: Sendable {
         }
         return (row, passkey)
     }
+
+    static func accountSubject(_ accountId: UUID) -> String { "passkey:\(accountId.uuidString.lowercased())" }
 }
 
 extension CosyncServices {

@@ -107,17 +107,28 @@ enum PortalPasskeyStore {
         return .removed(name: name)
     }
 
+    /// Deletes every passkey of the account (the `portal-operator` recovery invite resets its
+    /// credentials); answers their names. Run it in the transaction that resets the password and TOTP.
+    static func removeAll(_ db: PostgresConnection, accountId: UUID, logger: Logger) async throws -> [String] {
+        let rows = try await db.query(
+            "DELETE FROM portal_passkeys WHERE account_id = \(accountId) RETURNING name", logger: logger)
+        var names: [String] = []
+        for try await name in rows.decode(String.self) { names.append(name) }
+        return names.sorted()
+    }
+
     // MARK: challenges
 
     /// Stores a challenge. Earlier challenges of the same binding and purpose go (one ceremony at a time
-    /// per browser, ticket or session), and so do challenges expired for an hour.
+    /// per browser, ticket or session), and so does every expired challenge (no row outlives its
+    /// lifetime by more than the time to the next ceremony).
     static func insertChallenge(
         _ db: PostgresConnection, challenge: String, purpose: String, binding: Data, accountId: UUID?, lifetimeSeconds: Int, logger: Logger
     ) async throws {
         try await db.query(
             """
             DELETE FROM portal_passkey_challenges
-            WHERE (binding = \(binding) AND purpose = \(purpose)) OR expires_at < now() - interval '1 hour'
+            WHERE (binding = \(binding) AND purpose = \(purpose)) OR expires_at <= now()
             """, logger: logger)
         try await db.query(
             """
