@@ -324,15 +324,21 @@ public final class PortalPasskeys: Sendable {
     /// passkeys it holds for the Portal). No e-mail is read, so the answer tells nothing about any
     /// account. The challenge is bound to the browser key.
     ///
-    /// Each call stores a challenge row, so each reserves one of `optionsPerAddress` slots of the
-    /// client address in `portal_throttle` (`locked` beyond them, 30 s doubling as for a password); a
-    /// sign-in that succeeds gives its slot back, so only ceremonies left unfinished count.
+    /// A browser has one sign-in challenge at a time (a new one replaces it), so rows pile up only
+    /// with new browser keys: a call that adds a row (no live challenge of this browser replaced)
+    /// reserves one of `optionsPerAddress` slots of the client address in `portal_throttle` (`locked`
+    /// beyond them, 30 s doubling as for a password); a sign-in that succeeds gives a slot back, so
+    /// only ceremonies left unfinished count. A browser asking again costs nothing.
     public func signInOptions(browserKey: String, address: String? = nil) async throws -> JSONValue {
         let rp = try rp()
         let challenge = Self.newChallenge()
         let limits = accounts.limits
         return try await client.transaction(logger: logger) { db in
-            if let subject = Self.optionsSubject(address) {
+            let replaced = try await PortalPasskeyStore.insertChallenge(
+                db, challenge: challenge, purpose: "sign-in", binding: Self.binding("browser", browserKey), accountId: nil,
+                lifetimeSeconds: Self.challengeSeconds, logger: logger)
+            // Refused: the transaction rolls the new row back.
+            if !replaced, let subject = Self.optionsSubject(address) {
                 guard try await ThrottleStore.reserve(
                     db, scope: .portal, subject: subject, threshold: Self.optionsPerAddress, windowSeconds: limits.throttleWindow,
                     maxLockSeconds: limits.maxLockout, logger: logger)
@@ -341,14 +347,11 @@ public final class PortalPasskeys: Sendable {
                         retryAfterSeconds: max(1, try await ThrottleStore.lockedSeconds(db, scope: .portal, subjects: [subject], logger: logger)))
                 }
             }
-            try await PortalPasskeyStore.insertChallenge(
-                db, challenge: challenge, purpose: "sign-in", binding: Self.binding("browser", browserKey), accountId: nil,
-                lifetimeSeconds: Self.challengeSeconds, logger: logger)
             return requestOptions(challenge: challenge, allow: [], rp: rp)
         }
     }
 
-    /// Unfinished sign-in ceremonies an address may start per throttle window.
+    /// Sign-in challenges of new browsers an address may leave unfinished per throttle window.
     static let optionsPerAddress = PortalAccounts.maxLoginAttempts * 4
 
     static func optionsSubject(_ address: String?) -> String? { address.map { "passkey-options:\($0)" } }

@@ -122,19 +122,25 @@ enum PortalPasskeyStore {
     /// Stores a challenge. Earlier challenges of the same binding and purpose go (one ceremony at a time
     /// per browser, ticket or session), and so does every expired challenge (no row outlives its
     /// lifetime by more than the time to the next ceremony).
+    /// Answers whether a live challenge of the same binding and purpose was replaced (false: one row more).
+    @discardableResult
     static func insertChallenge(
         _ db: PostgresConnection, challenge: String, purpose: String, binding: Data, accountId: UUID?, lifetimeSeconds: Int, logger: Logger
-    ) async throws {
-        try await db.query(
+    ) async throws -> Bool {
+        let deleted = try await db.query(
             """
             DELETE FROM portal_passkey_challenges
             WHERE (binding = \(binding) AND purpose = \(purpose)) OR expires_at <= now()
+            RETURNING binding = \(binding) AND purpose = \(purpose) AND expires_at > now()
             """, logger: logger)
+        var replaced = false
+        for try await same in deleted.decode(Bool.self) where same { replaced = true }
         try await db.query(
             """
             INSERT INTO portal_passkey_challenges (challenge, purpose, binding, account_id, expires_at)
             VALUES (\(challenge), \(purpose), \(binding), \(accountId), now() + make_interval(secs => \(lifetimeSeconds)::int))
             """, logger: logger)
+        return replaced
     }
 
     /// Takes a live challenge of this purpose and binding (it is gone afterwards, whatever follows).
