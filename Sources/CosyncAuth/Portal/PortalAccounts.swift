@@ -166,7 +166,7 @@ public final class PortalAccounts: Sendable {
             guard appId == nil, role == nil else { throw PortalError.badInput("An operator invite names no app and no role.") }
             guard inviter.isOperator else { throw PortalError.forbidden }
         } else {
-            guard let appId, let role else { throw PortalError.badInput("Choose an app and a role.") }
+            guard let appId, role != nil else { throw PortalError.badInput("Choose an app and a role.") }
             try await authorize(session, appId: appId, needs: .owner)
             guard let app = try await apps.currentApp(appId: appId) else { throw PortalError.notFound }
             target = (app.ref, app.appId)
