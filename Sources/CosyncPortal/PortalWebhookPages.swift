@@ -340,6 +340,14 @@ extension PortalPages {
             <h2 id="new-webhook-heading">{{t.webhookNewHeading}}</h2>
             <form id="new-webhook" method="post" action="/portal/apps/{{appId}}/webhooks">
             <input type="hidden" name="csrf" value="{{csrf}}">
+            {{> observe.webhookFields}}
+            <button id="webhook-create-submit" type="submit">{{t.webhookCreateButton}}</button>
+            </form>
+            </section>
+            {{/canEdit}}
+            """,
+        // The endpoint's fields, shared by the new-endpoint and the edit forms.
+        "observe.webhookFields": """
             <div class="field">
             <label for="webhook-url">{{t.webhookUrlLabel}}</label>
             <input id="webhook-url" name="url" type="url" required maxlength="2048" value="{{url}}" spellcheck="false" aria-describedby="webhook-url-help{{#error}} form-error{{/error}}">
@@ -354,10 +362,6 @@ extension PortalPages {
             {{#types}}<div class="check"><input type="checkbox" id="{{id}}" name="{{name}}" value="1"{{#checked}} checked{{/checked}}> <label for="{{id}}">{{label}}</label></div>
             {{/types}}
             </fieldset>
-            <button id="webhook-create-submit" type="submit">{{t.webhookCreateButton}}</button>
-            </form>
-            </section>
-            {{/canEdit}}
             """,
         "observe.webhook": """
             {{#secret}}
@@ -392,20 +396,7 @@ extension PortalPages {
             <h2 id="edit-webhook-heading">{{t.webhookEditHeading}}</h2>
             <form id="edit-webhook" method="post" action="/portal/apps/{{appId}}/webhooks/{{webhookId}}">
             <input type="hidden" name="csrf" value="{{editCSRF}}">
-            <div class="field">
-            <label for="webhook-url">{{t.webhookUrlLabel}}</label>
-            <input id="webhook-url" name="url" type="url" required maxlength="2048" value="{{url}}" spellcheck="false" aria-describedby="webhook-url-help{{#error}} form-error{{/error}}">
-            <p id="webhook-url-help" class="help">{{t.webhookUrlHelp}}</p>
-            </div>
-            <div class="field">
-            <label for="webhook-description">{{t.webhookDescriptionLabel}}</label>
-            <input id="webhook-description" name="description" type="text" maxlength="500" value="{{description}}">
-            </div>
-            <fieldset class="types">
-            <legend>{{t.webhookTypesLegend}}</legend>
-            {{#types}}<div class="check"><input type="checkbox" id="{{id}}" name="{{name}}" value="1"{{#checked}} checked{{/checked}}> <label for="{{id}}">{{label}}</label></div>
-            {{/types}}
-            </fieldset>
+            {{> observe.webhookFields}}
             <div class="check"><input type="checkbox" id="webhook-enabled" name="enabled" value="1"{{#enabled}} checked{{/enabled}}> <label for="webhook-enabled">{{t.webhookEnabledLabel}}</label></div>
             <button id="webhook-save-submit" type="submit">{{t.saveButton}}</button>
             </form>
