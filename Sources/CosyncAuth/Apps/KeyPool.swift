@@ -51,12 +51,12 @@ public struct KeyPoolFiller: Service {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let seen = taken.generation
             do {
-                try await cancelWhenGracefulShutdown { try await fill() }
+                _ = try await cancelWhenGracefulShutdown { try await fill() }
             } catch {
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 logger.debug("key pool fill stopped", metadata: ["reason": "\(describeForOperator(error))"])
             }
-            try? await cancelWhenGracefulShutdown { await taken.wait(since: seen, upTo: .seconds(60)) }
+            await cancelWhenGracefulShutdown { await taken.wait(since: seen, upTo: .seconds(60)) }
         }
     }
 

@@ -25,7 +25,7 @@ func runClaimLane<Claimed: Sendable>(
         let claimed = try? await cancelWhenGracefulShutdown { try await abandoningOnCancel { try await claim() } }
         guard let claimed = claimed ?? nil else {
             if let wake, wake.isListening {
-                try? await cancelWhenGracefulShutdown { await wake.wait(since: seen, upTo: idlePoll) }
+                await cancelWhenGracefulShutdown { await wake.wait(since: seen, upTo: idlePoll) }
             } else {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
             }
