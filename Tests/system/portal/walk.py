@@ -499,7 +499,11 @@ class Portal:
         def done(d):
             if _stale(old):
                 return True
-            shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, "[role=alert]") if e.is_displayed() and e.text.strip()]
+            try:
+                shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, "[role=alert]") if e.is_displayed() and e.text.strip()]
+            except WebDriverException:
+                # The page changed between finding the status line and reading it (seen in CI): look again.
+                return _stale(old)
             if shown:
                 raise CheckFailed(f"{label}: the passkey ceremony was refused: {shown[0]!r}")
             return False
