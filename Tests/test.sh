@@ -55,9 +55,25 @@ fi
 # The OAuth/OIDC stage (Tests/system/oauth/run.sh): independent clients (Authlib, idpyoidc, the OpenID Basic OP
 # checks, the DPoP client, Apache mod_auth_openidc + Chromium) black-box against the built server on a free port.
 # COSYNC_SKIP_OAUTH=1 skips it. A failure is reported after swift test, so a --filter run still shows its results.
+# A stage reported late keeps its output in $STAGE_LOGS/<name>.log: when it fails, its last lines are printed again
+# at the very end, where a CI summary (which keeps only the tail of the output) still shows why.
+STAGE_LOGS="$TMP/stages"; mkdir -p "$STAGE_LOGS"
+late_stage() {  # late_stage NAME COMMAND...: runs COMMAND, its output shown and kept; returns its status
+  local name="$1"; shift
+  local status
+  # Always called as `late_stage … || X=$?`, so errexit is off here and PIPESTATUS holds the command's status.
+  "$@" 2>&1 | tee "$STAGE_LOGS/$name.log"
+  status=("${PIPESTATUS[@]}")
+  return "${status[0]}"
+}
+stage_tail() {  # stage_tail NAME: the failed stage's last lines, once more
+  echo "---- the last 60 lines of the $1 stage ----" >&2
+  tail -60 "$STAGE_LOGS/$1.log" >&2 || true
+  echo "----" >&2
+}
 OAUTH_STATUS=0
 if [ "${COSYNC_SKIP_OAUTH:-0}" != "1" ]; then
-  BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
+  late_stage oauth env BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
     bash "$ROOT/Tests/system/oauth/run.sh" || OAUTH_STATUS=$?
 fi
 # The Portal stage (Tests/system/portal/run.sh, issue 23): Chromium through the Portal's pages on a live port (the
@@ -65,7 +81,7 @@ fi
 # a fuzz of the forms). COSYNC_SKIP_PORTAL=1 skips it. A failure is reported after swift test, as the OAuth stage's.
 PORTAL_STATUS=0
 if [ "${COSYNC_SKIP_PORTAL:-0}" != "1" ]; then
-  BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
+  late_stage portal env BIN="$(swift build --show-bin-path)/cosyncauth" PGPORT="$PORT" PYTHON="$VENV/bin/python" PATH="$VENV/bin:$PATH" \
     bash "$ROOT/Tests/system/portal/run.sh" || PORTAL_STATUS=$?
 fi
 # Operations (issue 13): the container/manifest checks, the SIGTERM, backup/restore and trace tests,
@@ -81,7 +97,7 @@ fi
 # switchover back. COSYNC_SKIP_FAILOVER=1 (or COSYNC_SKIP_OPS=1) skips it. A failure is reported after swift test.
 FAILOVER_STATUS=0
 if [ "${COSYNC_SKIP_FAILOVER:-0}" != "1" ] && [ "${COSYNC_SKIP_OPS:-0}" != "1" ]; then
-  BIN="$(swift build --show-bin-path)/cosyncauth" bash "$ROOT/Tests/system/failover/run.sh" || FAILOVER_STATUS=$?
+  late_stage failover env BIN="$(swift build --show-bin-path)/cosyncauth" bash "$ROOT/Tests/system/failover/run.sh" || FAILOVER_STATUS=$?
 fi
 # At most 8 tests at once (COSYNC_TEST_WIDTH overrides). The suite is CPU-bound on a 2-core machine (every
 # test creates apps, and each app an RSA-2048 key): with all ~290 tests started together, an app creation
@@ -89,14 +105,17 @@ fi
 # Eight at once costs no wall time (the CPU is the limit either way) and keeps each request's wait short.
 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${COSYNC_TEST_WIDTH:-8}" swift test --skip-build --disable-xctest "$@"
 if [ "$OAUTH_STATUS" -ne 0 ]; then
+  stage_tail oauth
   echo "test: the OAuth stage failed (Tests/system/oauth/run.sh, above; COSYNC_SKIP_OAUTH=1 skips it)" >&2
   exit "$OAUTH_STATUS"
 fi
 if [ "$PORTAL_STATUS" -ne 0 ]; then
+  stage_tail portal
   echo "test: the Portal stage failed (Tests/system/portal/run.sh, above; COSYNC_SKIP_PORTAL=1 skips it)" >&2
   exit "$PORTAL_STATUS"
 fi
 if [ "$FAILOVER_STATUS" -ne 0 ]; then
+  stage_tail failover
   echo "test: the failover stage failed (Tests/system/failover/run.sh, above; COSYNC_SKIP_FAILOVER=1 skips it)" >&2
   exit "$FAILOVER_STATUS"
 fi

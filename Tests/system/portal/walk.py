@@ -243,8 +243,31 @@ class Portal:
         self.settle(label)
         self.check_headers(url, expect_status)
 
-    def settle(self, label):
-        """After a navigation: the page's structure, axe-core, a screenshot, the console, the timing."""
+    def settle(self, label, reloads=False):
+        """After a navigation: the page's structure, axe-core, a screenshot, the console, the timing.
+
+        `reloads`: the page reloads itself (an import at work sends `Refresh: 2`), so a reload may land in the
+        middle of these checks: an element goes stale, or axe-core's script is cut off. Such an attempt is
+        dropped with what it recorded, and the checks run again on the reloaded page (up to 4 times)."""
+        if not reloads:
+            return self._settle(label)
+        for attempt in range(4):
+            before = len(Portal.failures)
+            try:
+                name = self._settle(label)
+            except WebDriverException:
+                if attempt == 3:
+                    raise
+                del Portal.failures[before:]
+                time.sleep(0.3)
+                continue
+            if attempt < 3 and any("axe-core could not run" in f for f in Portal.failures[before:]):
+                del Portal.failures[before:]
+                time.sleep(0.3)
+                continue
+            return name
+
+    def _settle(self, label):
         try:
             WebDriverWait(self.driver, 20, poll_frequency=0.1).until(
                 lambda d: d.execute_script("return document.readyState") == "complete")
@@ -399,8 +422,8 @@ class Portal:
             element.clear()
             element.send_keys(value)
 
-    def submit(self, button, label):
-        """Clicks a submit button (id or element) and waits for the next page."""
+    def submit(self, button, label, reloads=False):
+        """Clicks a submit button (id or element) and waits for the next page (`reloads`: see `settle`)."""
         element = self.el(button) if isinstance(button, str) else button
         old = self.driver.find_element(By.TAG_NAME, "html")
         element.click()
@@ -408,7 +431,7 @@ class Portal:
             WebDriverWait(self.driver, 30, poll_frequency=0.1).until(lambda d: _stale(old))
         except TimeoutException:
             raise CheckFailed(f"{label}: submitting did not load a new page") from None
-        return self.settle(label)
+        return self.settle(label, reloads=reloads)
 
     def path(self):
         return urllib.parse.urlsplit(self.driver.current_url).path

@@ -17,6 +17,8 @@ import urllib.parse
 
 import requests
 
+from selenium.common.exceptions import StaleElementReferenceException
+
 from walk import CheckFailed, Fuzz, Portal, log, wait_for
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -99,14 +101,19 @@ def make_export(work):
 def wait_phase(op, leaving, label):
     """Waits (the page refreshes itself) until the job's phase is not `leaving`; then settles (axe, screenshot)."""
     def moved():
-        phases = op.driver.find_elements("css selector", "#import-job")
-        phase = phases[0].get_attribute("data-phase") if phases else None
+        # The page reloads itself every 2 s while the job works: an element found just before a reload is
+        # stale when read (this ended a CI run). Such a read counts as "not yet" and is tried again.
+        try:
+            phases = op.driver.find_elements("css selector", "#import-job")
+            phase = phases[0].get_attribute("data-phase") if phases else None
+        except StaleElementReferenceException:
+            return False, "(the page reloaded while it was read)"
         return phase is not None and phase != leaving, phase
     try:
         wait_for(moved, f"the import stays {leaving}", timeout=120)
     except CheckFailed as error:
         op.fail(str(error))
-    op.settle(label)
+    op.settle(label, reloads=True)
 
 
 def walk_import(args, world, op):
@@ -118,7 +125,7 @@ def walk_import(args, world, op):
         if not op.has(ident):
             op.fail(f"the import page has no #{ident}")
     op.el("export").send_keys(zip_path)
-    op.submit("import-upload-submit", "import-uploaded")
+    op.submit("import-upload-submit", "import-uploaded", reloads=True)
     wait_phase(op, "checking", "import-dry-run")
     if not op.has("import-summary") or not op.has("import-run-submit"):
         op.fail("the dry run shows no #import-summary or no #import-run-submit")
@@ -130,9 +137,13 @@ def walk_import(args, world, op):
                       data={"handle": handle, "password": hashlib.md5(password.encode()).hexdigest()})
     if r.status_code == 200:
         op.fail("the dry run imported the app already")
-    op.submit("import-run-submit", "import-started")
-    if op.has("import-progress"):
-        log(f"import: progress {op.el('import-progress').get_attribute('value')} / {op.el('import-progress').get_attribute('max')}")
+    op.submit("import-run-submit", "import-started", reloads=True)
+    try:  # the running page reloads itself: its progress bar may be gone by the time it is read
+        if op.has("import-progress"):
+            bar = op.el("import-progress")
+            log(f"import: progress {bar.get_attribute('value')} / {bar.get_attribute('max')}")
+    except StaleElementReferenceException:
+        log("import: the running page reloaded before its progress bar was read")
     wait_phase(op, "running", "import-done")
     if not op.has("import-done"):
         op.fail("the import did not end with #import-done" + (f": {op.text('import-failed')}" if op.has("import-failed") else ""))
