@@ -35,8 +35,8 @@ command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 
 command -v python3 >/dev/null || { echo "python3 is needed"; exit 1; }
 if [ -z "${BIN:-}" ]; then
   echo "building release..." >&2
-  swift build -c release --product cosyncauth >&2
-  BIN="$(swift build -c release --show-bin-path)/cosyncauth"
+  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
+  BIN="$ROOT/.build-release/release/cosyncauth"
   KIND="release build"
 else
   KIND="given binary $BIN"
@@ -329,5 +329,7 @@ for name, value, limit, unit, op, goal in rows:
     print(f"{name:<44} {show(v, unit):>16} {show(l, unit):>16} {ratio:>7.2f}  {goal_text:<7} {result}")
 print(f"{missed} goal(s) missed")
 PY
+# tools/bench/goals.sh gathers the rows of every issue-24 benchmark into one table.
+[ -z "${BENCH_ROWS:-}" ] || cat "$ROWS" >> "$BENCH_ROWS"
 [ -z "$APPS_DONE" ] || echo "(*) getUser with $APPS apps: 32 users in 8 of the apps, with all $APPS apps in the database and the cache warmed over all of them; the one-app figure uses $USERS users of one app."
 echo "ratios: value / limit; for the $APPS-apps rows the cost is 1 / req/s. Figures from a shared 2-core machine are noisy."
