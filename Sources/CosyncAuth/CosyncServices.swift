@@ -82,14 +82,14 @@ public struct CosyncServices: Sendable {
             state: ServerState(), oauth: oauth, portal: portal)
     }
 
-    /// The listener that keeps this node's app cache in step with every node's changes (without it
-    /// running, the cache serves nothing).
     /// Keeps RSA key pairs generated ahead for new apps (`COSYNC_KEY_POOL_SIZE`).
     public func keyPoolFiller() -> KeyPoolFiller {
         KeyPoolFiller(
             client: client, box: configuration.secretBox, size: configuration.keyPoolSize, logger: logger, taken: apps.keyPoolTaken)
     }
 
+    /// The listener that keeps this node's app cache in step with every node's changes (without it
+    /// running, the cache serves nothing).
     public func appCacheListener() -> AppCacheListener {
         AppCacheListener(cache: apps.cache, client: client, logger: logger, state: state)
     }

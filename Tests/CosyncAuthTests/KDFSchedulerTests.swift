@@ -35,14 +35,50 @@ struct KDFSchedulerTests {
         try await eventually { scheduler.waiting == 21 }
         // Each release hands the slot to the next tenant in turn.
         for served in 1...21 {
-            scheduler.release(ranFor: .milliseconds(1))
+            // The job that finishes: the holder's, then each served one's.
+            let finishing = served == 1 ? "holder" : (order.withLockedValue { $0[served - 2] }.hasPrefix("flood") ? "flood" : "quiet")
+            scheduler.release(tenant: finishing, ranFor: .milliseconds(1))
             try await eventually { order.withLockedValue { $0.count } == served }
         }
         for task in tasks { try await task.value }
         let served = order.withLockedValue { $0 }
         #expect(served.firstIndex(of: "quiet").map { $0 <= 1 } == true, "served: \(served)")
         #expect(served.filter { $0.hasPrefix("flood") } == (0..<20).map { "flood\($0)" }, "a tenant's own jobs keep their order")
-        scheduler.release(ranFor: .milliseconds(1))
+        scheduler.release(tenant: "flood", ranFor: .milliseconds(1))
+        #expect(scheduler.running == 0 && scheduler.waiting == 0)
+    }
+
+    @Test("with every slot held by a flood, the first slot that frees goes to another tenant's job (fewest running first)")
+    func fewestRunningFirst() async throws {
+        let scheduler = KDFScheduler(slots: 2, maxWait: .seconds(600))
+        try await scheduler.acquire(tenant: "flood")
+        try await scheduler.acquire(tenant: "flood")
+        let order = NIOLockedValueBox<[String]>([])
+        var tasks: [Task<Void, any Error>] = []
+        for i in 0..<3 {
+            tasks.append(Task {
+                try await scheduler.acquire(tenant: "flood")
+                order.withLockedValue { $0.append("flood\(i)") }
+            })
+            try await eventually { scheduler.waiting == i + 1 }
+        }
+        tasks.append(Task {
+            try await scheduler.acquire(tenant: "quiet")
+            order.withLockedValue { $0.append("quiet") }
+        })
+        try await eventually { scheduler.waiting == 4 }
+        // One flood job ends: the flood still runs one, the quiet tenant none. The quiet job goes first,
+        // although the flood's turn came before it (one order by turn ran flood0 here).
+        scheduler.release(tenant: "flood", ranFor: .milliseconds(1))
+        try await eventually { order.withLockedValue { $0.count } == 1 }
+        #expect(order.withLockedValue { $0 } == ["quiet"])
+        for finishing in ["flood", "quiet", "flood"] {
+            scheduler.release(tenant: finishing, ranFor: .milliseconds(1))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        for task in tasks { try await task.value }
+        #expect(order.withLockedValue { $0 } == ["quiet", "flood0", "flood1", "flood2"])
+        for _ in 0..<2 { scheduler.release(tenant: "flood", ranFor: .milliseconds(1)) }
         #expect(scheduler.running == 0 && scheduler.waiting == 0)
     }
 
@@ -59,7 +95,7 @@ struct KDFSchedulerTests {
         #expect(throws: KDFOverloaded(retryAfterSeconds: 1)) { try scheduler.precheck(tenant: "flood") }
         #expect(throws: Never.self) { try scheduler.precheck(tenant: "quiet") }
         #expect(scheduler.waiting == 2, "a precheck queues nothing")
-        for _ in 0..<3 { scheduler.release(ranFor: .milliseconds(100)) ; try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<3 { scheduler.release(tenant: "flood", ranFor: .milliseconds(100)) ; try await Task.sleep(for: .milliseconds(5)) }
         try await queued.value
         try await second.value
     }
@@ -79,10 +115,10 @@ struct KDFSchedulerTests {
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(scheduler.waiting == 1)
-        scheduler.release(ranFor: .milliseconds(100))  // the holder finishes: `first` runs
+        scheduler.release(tenant: "a", ranFor: .milliseconds(100))  // the holder finishes: `first` runs
         try await first.value
         #expect(scheduler.running == 1 && scheduler.waiting == 0)
-        scheduler.release(ranFor: .milliseconds(100))
+        scheduler.release(tenant: "a", ranFor: .milliseconds(100))
         #expect(scheduler.running == 0)
     }
 
@@ -99,7 +135,12 @@ struct KDFSchedulerTests {
         // The quiet tenant's job comes right after the flood's next one: admitted.
         let quiet = Task { try await scheduler.acquire(tenant: "quiet") }
         try await eventually { scheduler.waiting == 5 }
-        for _ in 0..<6 { scheduler.release(ranFor: .milliseconds(100)); try await Task.sleep(for: .milliseconds(5)) }
+        // Finishing in turn: the holder, a flood job, the quiet one (the tenant with none running goes
+        // first among the waiting), then the flood's.
+        for finishing in ["holder", "flood", "quiet", "flood", "flood", "flood"] {
+            scheduler.release(tenant: finishing, ranFor: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(5))
+        }
         try await quiet.value
         for task in flood { try await task.value }
         #expect(scheduler.running == 0 && scheduler.waiting == 0)

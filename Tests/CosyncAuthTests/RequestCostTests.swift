@@ -1,7 +1,10 @@
 import CosyncAuth
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import PostgresNIO
+import ServiceLifecycle
 import Testing
 
 /// Issue 24's cheaper parts of a request and of an idle node: one clock for every request deadline
@@ -144,6 +147,40 @@ struct RequestCostTests {
             #expect(SDKJWTCheck.isValid(jwt: jwt, rawPublicKey: try #require(first.app.rawPublicKey)), "the user JWT verifies with the pooled key")
             #expect(!SDKJWTCheck.isValid(jwt: jwt, rawPublicKey: try #require(second.app.rawPublicKey)))
         }
+    }
+
+    @Test("bcrypt runs below the request path: the hashing threads run at nice 10, the caller's thread is left alone")
+    func bcryptBelowRequests() async throws {
+        let hasher = PasswordHasher(cost: 10)
+        let own = BackgroundPriority.currentNiceness()
+        // Twice as many 60 ms jobs as threads, at once: every thread of the pool runs some.
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<(2 * System.coreCount) { group.addTask { try await hasher.hash(md5Hex: PasswordHasher.md5Hex("p\(i)")) } }
+            for try await _ in group {}
+        }
+        var seen: [Int32] = []
+        for _ in 0..<(2 * System.coreCount) {
+            seen.append(try await PasswordHasher.pool.runIfActive { BackgroundPriority.currentNiceness() })
+        }
+        #expect(seen.allSatisfy { $0 == BackgroundPriority.niceness }, "the hashing threads' nice values: \(seen)")
+        #expect(BackgroundPriority.currentNiceness() == own, "the caller's thread keeps its priority")
+    }
+
+    /// A service that stands still until the group shuts down.
+    struct Idle: Service {
+        func run() async throws { try await gracefulShutdown() }
+    }
+
+    @Test("a key pool of size 0 (COSYNC_KEY_POOL_SIZE=0, the pool off) keeps its service running: the server stays up")
+    func keyPoolOff() async throws {
+        let services = try await TestEnvironment.services()
+        let filler = KeyPoolFiller(client: services.client, box: services.configuration.secretBox, size: 0, logger: services.logger, taken: WorkSignal())
+        let group = ServiceGroup(configuration: .init(services: [.init(service: filler), .init(service: Idle())], logger: services.logger))
+        let running = Task { try await group.run() }
+        try await Task.sleep(for: .milliseconds(300))
+        // Before the fix the filler returned at once and the group (the server) had ended with an error.
+        await group.triggerGracefulShutdown()
+        try await running.value
     }
 
     /// A wait that cancellation does not end (as a query on a dead connection), without holding a thread.

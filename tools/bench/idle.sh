@@ -39,6 +39,11 @@ TOKEN=$(echo "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["a
 # at most every 10 s, at the latest when the backend has been idle 60 s): read with
 # pg_stat_force_next_flush() not available to other backends, so wait out the flush interval at each end.
 xacts() { psql_ "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'idle'"; }
+# The key pool (sql/0032, COSYNC_KEY_POOL_SIZE, 64 by default) fills from start-up: two transactions a key,
+# one key every ~0.15-0.3 s. That is start-up work, not idling: the window starts once the pool is full.
+POOL_SIZE="${COSYNC_KEY_POOL_SIZE:-64}"
+for _ in $(seq 1 600); do [ "$(psql_ "SELECT count(*) FROM app_key_pool")" -ge "$POOL_SIZE" ] && break; sleep 0.25; done
+echo "key pool: $(psql_ "SELECT count(*) FROM app_key_pool") of $POOL_SIZE keys"
 echo "== idle node: transactions per second over ${WINDOW} s (after 15 s to settle)"
 sleep 15
 X0=$(xacts); T0=$(date +%s.%N)

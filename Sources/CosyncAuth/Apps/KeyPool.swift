@@ -19,18 +19,35 @@ struct AppKeyPair {
         return AppKeyPair(kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: key.privateKeySealed)
     }
 
-    /// A fresh pair, generated off the cooperative executor and sealed for its kid.
-    static func generate(box: SecretBox) async throws -> AppKeyPair {
-        let key = try await NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
+    /// A fresh pair, generated off the cooperative executor and sealed for its kid: on NIO's shared
+    /// pool when a request waits for it, or (`ahead`) on the key pool's own thread, which runs below the
+    /// request path (`BackgroundPriority`).
+    static func generate(box: SecretBox, ahead: Bool = false) async throws -> AppKeyPair {
+        let key = try await ahead
+            ? generatorPool.runIfActive {
+                BackgroundPriority.lowerCurrentThread()
+                return try RSAKeyMaterial.generate()
+            }
+            : NIOThreadPool.singleton.runIfActive { try RSAKeyMaterial.generate() }
         return AppKeyPair(
             kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: try box.seal(key.privateKeyPEM, purpose: .appKey(kid: key.kid)))
     }
 }
 
+extension AppKeyPair {
+    /// The key pool's generator: one thread for the whole process, started on first use and never shut
+    /// down (like `NIOThreadPool.singleton`), at background priority.
+    static let generatorPool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        return pool
+    }()
+}
+
 /// Keeps `size` key pairs in the pool (`COSYNC_KEY_POOL_SIZE`, default 64; 0 turns the pool off). It
 /// tops the pool up when this node takes a key (`keyTaken`), and looks once a minute for the others'
 /// takes; several nodes may fill at once and overshoot by a few keys, which costs nothing but CPU.
-/// Keys are generated one at a time on NIO's thread pool, so filling never holds more than one thread.
+/// Keys are generated one at a time on a thread of their own, at background priority.
 public struct KeyPoolFiller: Service {
     let client: PostgresClient
     let box: SecretBox
@@ -47,7 +64,11 @@ public struct KeyPoolFiller: Service {
     }
 
     public func run() async throws {
-        guard size > 0 else { return }
+        // Off: a service that returns early ends the whole service group (the server), so it waits instead.
+        guard size > 0 else {
+            try await gracefulShutdown()
+            return
+        }
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let seen = taken.generation
             do {
@@ -67,7 +88,7 @@ public struct KeyPoolFiller: Service {
         while !Task.isCancelled {
             let count = try await client.withConnection { try await KeyPoolStore.count($0, logger: logger) }
             guard count < size else { break }
-            let key = try await AppKeyPair.generate(box: box)
+            let key = try await AppKeyPair.generate(box: box, ahead: true)
             try await client.withConnection {
                 try await KeyPoolStore.insert($0, kid: key.kid, publicKeyPEM: key.publicKeyPEM, privateKeySealed: key.privateKeySealed, logger: logger)
             }

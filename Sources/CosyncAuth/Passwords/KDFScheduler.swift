@@ -10,9 +10,11 @@ public struct KDFOverloaded: Error, Equatable, CustomStringConvertible {
 }
 
 /// Admission and order for bcrypt jobs. At most `slots` jobs run at once (one per thread of the hashing
-/// pool); the others wait in one queue per tenant, and a finishing job hands its slot to the next
-/// tenant in turn (round robin), so an app that floods logins waits behind itself, not in front of the
-/// others: another app's login waits for at most about one job per busy tenant.
+/// pool); the others wait in one queue per tenant, and a finishing job hands its slot to the waiting
+/// tenant with the fewest jobs running (round robin among equals), so an app that floods logins waits
+/// behind itself, not in front of the others: another app's login takes the first slot that frees
+/// while the flood holds the others (measured: with a single order by turn, it waited for one flood
+/// job per slot first, and its p99 was 5 hashes at a flood of 3 times the ceiling).
 ///
 /// A job whose expected wait (the jobs that round robin puts ahead of it, divided by the slots, times
 /// the moving average of one job's run time) is over `maxWait` is refused at once with
@@ -29,6 +31,8 @@ public final class KDFScheduler: Sendable {
 
     struct State {
         var running = 0
+        /// Running jobs per tenant (tenants with none are absent).
+        var runningBy: [String: Int] = [:]
         var waiting = 0
         var queues: [String: [Waiter]] = [:]
         /// Tenants with waiters, in the order their turn comes.
@@ -39,14 +43,18 @@ public final class KDFScheduler: Sendable {
         /// Moving average of one job's run time, in nanoseconds.
         var averageNanos: Double
 
-        /// The next waiter in round-robin order, taken off its queue.
+        /// The next waiter, taken off its queue and counted as running: the first tenant in turn among
+        /// those with the fewest running jobs.
         mutating func popNext() -> Waiter? {
-            guard !ring.isEmpty else { return nil }
-            let tenant = ring.removeFirst()
-            guard var queue = queues[tenant], !queue.isEmpty else {
-                queues[tenant] = nil
-                return popNext()
+            ring.removeAll { queues[$0]?.isEmpty ?? true }
+            var best: Int?
+            for index in ring.indices {
+                if let chosen = best, runningBy[ring[index], default: 0] >= runningBy[ring[chosen], default: 0] { continue }
+                best = index
             }
+            guard let index = best else { return nil }
+            let tenant = ring.remove(at: index)
+            guard var queue = queues[tenant], !queue.isEmpty else { return nil }  // removed above: not reached
             let waiter = queue.removeFirst()
             waiting -= 1
             if queue.isEmpty {
@@ -55,7 +63,13 @@ public final class KDFScheduler: Sendable {
                 queues[tenant] = queue
                 ring.append(tenant)
             }
+            runningBy[tenant, default: 0] += 1
             return waiter
+        }
+
+        mutating func finished(_ tenant: String) {
+            guard let count = runningBy[tenant] else { return }
+            runningBy[tenant] = count > 1 ? count - 1 : nil
         }
 
         mutating func remove(id: UInt64) -> Waiter? {
@@ -131,6 +145,7 @@ public final class KDFScheduler: Sendable {
                     if state.cancelledEarly.remove(id) != nil { return .cancelled }
                     if state.running < slots {
                         state.running += 1
+                        state.runningBy[tenant, default: 0] += 1
                         return .run
                     }
                     if let seconds = refusal(of: tenant, in: state) { return .refuse(seconds) }
@@ -156,11 +171,13 @@ public final class KDFScheduler: Sendable {
         }
     }
 
-    /// Gives the slot to the next tenant's job, and folds `ranFor` into the average job time.
-    public func release(ranFor: Duration) {
+    /// Ends a job of `tenant` (one `acquire` of it): gives the slot to the next job, and folds `ranFor`
+    /// into the average job time.
+    public func release(tenant: String, ranFor: Duration) {
         let next = state.withLockedValue { state -> Waiter? in
             let sample = Double(max(1, ranFor.nanoseconds))
             state.averageNanos = state.averageNanos * 0.8 + sample * 0.2
+            state.finished(tenant)
             if let waiter = state.popNext() { return waiter }  // the slot passes on: `running` stays
             state.running -= 1
             return nil

@@ -44,9 +44,10 @@ public struct PasswordHasher: Sendable {
             // The job's own time on its thread (not a wait for the pool, which other work shares) feeds
             // the scheduler's estimate.
             var ran = Duration.zero
-            defer { scheduler.release(ranFor: ran) }
+            defer { scheduler.release(tenant: tenant, ranFor: ran) }
             Telemetry.kdfStarted(queuedAt: queued)
             let (result, took) = try await pool.runIfActive { () -> (T, Duration) in
+                BackgroundPriority.lowerCurrentThread()  // below the request path (see there)
                 let started = ContinuousClock.now
                 let result = job()
                 return (result, ContinuousClock.now - started)

@@ -97,10 +97,12 @@ struct PasswordLogin: Sendable {
                 return try await challenges.open(app: app, user: user, factor: .google, smsTo: nil, throttle: throttle)
             }
             let issued = try await grant.issueTokens(app: app, user: user, method: .password) { db in
-                try await throttle.release(in: db)
                 try await UserStore.touchLastLogin(db, userId: user.id, logger: logger)
                 try await audit.record(db, app: app, handle: user.handle, action: "login")
                 try await Events.record(db, app: app, type: .userLoginSucceeded, user: user, logger: logger)
+                // Last, just before the commit: the client address's throttle row is shared by every
+                // login from that address, and is locked from here to the commit.
+                try await throttle.release(in: db)
             }
             return .tokens(issued)
         } catch {
