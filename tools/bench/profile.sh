@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A `perf` profile of the server under wrk load on one route, on a throwaway PostgreSQL:
-#   ROUTE=healthz|getUser|getApplication|login|bare-healthz|bare-user tools/bench/profile.sh
+#   ROUTE=healthz|getUser|getApplication|login|bare-healthz|bare-user tools/bench/profile.sh   (PERF=0: req/s only)
 # Prints the requests/s, then the top of `perf report` (self time by symbol, and by shared object), so two
 # builds can be compared line by line. Needs perf (Debian linux-perf) and wrk; BIN defaults to the release
 # build in .build-release. DURATION (10 s) of load, perf records the middle of it.
@@ -66,6 +66,11 @@ case "$ROUTE" in
 esac
 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "${wrk_args[@]}" > "$TMP/wrk.txt" &
 WRK=$!
+if [ "${PERF:-1}" = 0 ]; then  # PERF=0: the requests/s alone, without perf's own cost
+  wait "$WRK"
+  echo "== $ROUTE: $(sed -nE 's/^Requests\/sec: +([0-9.]+).*/\1/p' "$TMP/wrk.txt") req/s (wrk -t2 -c$CONNECTIONS, ${DURATION} s, no perf)"
+  exit 0
+fi
 sleep 2
 perf record -F 999 -g -p "$SERVER_PID" -o "$TMP/perf.data" -- sleep "$((DURATION - 4))" 2>/dev/null >/dev/null
 wait "$WRK"

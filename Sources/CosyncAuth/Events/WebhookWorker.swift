@@ -99,7 +99,7 @@ public struct WebhookWorker: Service {
                     _ = try? await cancelWhenGracefulShutdown {
                         try await withDeadline(.seconds(2)) { [self] in await sampleMetrics(); return true }
                     }
-                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(15)) }
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(30)) }  // as the outbox's
                 }
             }
         }
