@@ -78,7 +78,7 @@ public struct LegacyDocument: Sendable {
     public let fields: [String: JSONValue]
 
     public init(bytes: ArraySlice<UInt8>) throws {
-        guard let object = try JSONDecoder().decode(JSONValue.self, from: Data(bytes)).objectValue else {
+        guard let object = try DocumentParser.parse(bytes).objectValue else {
             throw ImportFailure("a document is not a JSON object")
         }
         fields = object
@@ -181,5 +181,219 @@ enum LegacyDates {
             if let d = f.date(from: text) { return d }
         }
         return nil
+    }
+}
+
+/// A JSON parser for the import's documents. It gives the values that decoding `JSONValue` with
+/// JSONDecoder gives (an integral number is `.int`, also when written `1.0` or `1e3`; the first of two
+/// equal keys wins; a trailing comma is taken; a lone surrogate, a control character in a string,
+/// invalid UTF-8 or a number out of Double's range is an error), without Codable, whose attempt of
+/// every type in turn for every value took half of an import's time.
+struct DocumentParser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var i = 0
+
+    static func parse(_ slice: ArraySlice<UInt8>) throws -> JSONValue {
+        try slice.withUnsafeBufferPointer { buffer in
+            var parser = DocumentParser(bytes: buffer)
+            parser.skipSpace()
+            let value = try parser.value(depth: 0)
+            parser.skipSpace()
+            guard parser.i == buffer.count else { throw parser.failure("unexpected characters after the document") }
+            return value
+        }
+    }
+
+    func failure(_ what: String) -> ImportFailure { ImportFailure("a document is not valid JSON: \(what) at byte \(i)") }
+
+    var current: UInt8? { i < bytes.count ? bytes[i] : nil }
+
+    mutating func skipSpace() {
+        while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+    }
+
+    mutating func expect(_ byte: UInt8) throws {
+        guard current == byte else { throw failure("expected '\(Character(Unicode.Scalar(byte)))'") }
+        i += 1
+    }
+
+    mutating func value(depth: Int) throws -> JSONValue {
+        guard depth < 512 else { throw failure("nested too deeply") }
+        switch current {
+        case UInt8(ascii: "{")?:
+            i += 1
+            var object: [String: JSONValue] = [:]
+            skipSpace()
+            if current == UInt8(ascii: "}") {
+                i += 1
+                return .object(object)
+            }
+            while true {
+                skipSpace()
+                if current == UInt8(ascii: "}"), !object.isEmpty {  // a trailing comma, as JSONDecoder takes it
+                    i += 1
+                    return .object(object)
+                }
+                guard current == UInt8(ascii: "\"") else { throw failure("expected a key") }
+                let key = try string()
+                skipSpace()
+                try expect(UInt8(ascii: ":"))
+                skipSpace()
+                let item = try value(depth: depth + 1)
+                if object[key] == nil { object[key] = item }
+                skipSpace()
+                if current == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                try expect(UInt8(ascii: "}"))
+                return .object(object)
+            }
+        case UInt8(ascii: "[")?:
+            i += 1
+            var array: [JSONValue] = []
+            skipSpace()
+            if current == UInt8(ascii: "]") {
+                i += 1
+                return .array(array)
+            }
+            while true {
+                skipSpace()
+                if current == UInt8(ascii: "]"), !array.isEmpty {  // a trailing comma, as JSONDecoder takes it
+                    i += 1
+                    return .array(array)
+                }
+                array.append(try value(depth: depth + 1))
+                skipSpace()
+                if current == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                try expect(UInt8(ascii: "]"))
+                return .array(array)
+            }
+        case UInt8(ascii: "\"")?:
+            return .string(try string())
+        case UInt8(ascii: "t")?:
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f")?:
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n")?:
+            try literal("null")
+            return .null
+        case nil:
+            throw failure("unexpected end")
+        default:
+            return try number()
+        }
+    }
+
+    mutating func literal(_ word: StaticString) throws {
+        let count = word.utf8CodeUnitCount
+        guard i + count <= bytes.count, let base = bytes.baseAddress, memcmp(base + i, word.utf8Start, count) == 0 else { throw failure("unknown literal") }
+        i += count
+    }
+
+    /// A string; `i` is at its opening quote.
+    mutating func string() throws -> String {
+        i += 1
+        let start = i
+        while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 { i += 1 }
+        guard let stop = current else { throw failure("unterminated string") }
+        if stop == UInt8(ascii: "\"") {
+            defer { i += 1 }
+            guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self) else { throw failure("invalid UTF-8") }
+            return text
+        }
+        var out = Array(bytes[start..<i])
+        while true {
+            guard let byte = current else { throw failure("unterminated string") }
+            i += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                guard let text = String(validating: out, as: UTF8.self) else { throw failure("invalid UTF-8") }
+                return text
+            case UInt8(ascii: "\\"):
+                guard let escape = current else { throw failure("unterminated string") }
+                i += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard current == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u") else { throw failure("lone surrogate") }
+                        i += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw failure("lone surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw failure("lone surrogate")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar), let encoded = UTF8.encode(unicode) else { throw failure("invalid escape") }
+                    out.append(contentsOf: encoded)
+                default: throw failure("invalid escape")
+                }
+            case 0..<0x20:
+                throw failure("control character in a string")
+            default:
+                out.append(byte)
+            }
+        }
+    }
+
+    mutating func hex4() throws -> UInt32 {
+        guard i + 4 <= bytes.count else { throw failure("invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[i]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw failure("invalid \\u escape")
+            }
+            value = value << 4 | UInt32(digit)
+            i += 1
+        }
+        return value
+    }
+
+    /// A number (JSON's grammar): `.int` when it is an integer Int holds, else `.double`.
+    mutating func number() throws -> JSONValue {
+        let start = i
+        func digits() -> Int {
+            let from = i
+            while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") { i += 1 }
+            return i - from
+        }
+        if current == UInt8(ascii: "-") { i += 1 }
+        let leading = i
+        guard digits() > 0 else { throw failure("invalid value") }
+        if bytes[leading] == UInt8(ascii: "0"), i - leading > 1 { throw failure("leading zero") }
+        var integral = true
+        if current == UInt8(ascii: ".") {
+            i += 1
+            integral = false
+            guard digits() > 0 else { throw failure("invalid number") }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            i += 1
+            integral = false
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { i += 1 }
+            guard digits() > 0 else { throw failure("invalid number") }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+        if integral, let value = Int(text) { return .int(value) }
+        guard let double = Double(text), double.isFinite else { throw failure("number out of range") }
+        if let value = Int(exactly: double) { return .int(value) }
+        return .double(double)
     }
 }

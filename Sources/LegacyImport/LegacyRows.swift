@@ -38,12 +38,44 @@ extension LegacyImporter {
         let legacyId: String
         let handle: String
         let updatedAt: Date
+        /// `fields` as one line of COPY's text format (`makeCopyLine`), made off the writer's path and
+        /// made again when the writer changes `fields`.
+        var copyLine = ByteBuffer()
         var userName: String? { fields["user_name"]?.stringValue }
         var verifiedPhone: String? { fields["phone_verified"] == .bool(true) ? fields["phone"]?.stringValue : nil }
         var socialKey: String? {
             guard let social = fields["social_user_id"]?.stringValue, let provider = fields["login_provider"]?.stringValue else { return nil }
             return "\(provider):\(social)"
         }
+
+        /// The row as one line of COPY's text format, in the order of `LegacyImportStore.userBatchColumns`:
+        /// a string as it is, an object as JSON text, a missing field or null as `\N`.
+        func makeCopyLine() -> ByteBuffer {
+            var buffer = ByteBufferAllocator().buffer(capacity: 512)
+            for (i, column) in LegacyImportStore.userBatchColumns.enumerated() {
+                if i > 0 { buffer.writeInteger(UInt8(ascii: "\t")) }
+                switch fields[column] {
+                case nil, .null?: buffer.writeStaticString("\\N")
+                case .string(let text)?: CopyText.write(text, into: &buffer)
+                case .int(let value)?: buffer.writeString(String(value))
+                case .bool(let value)?: buffer.writeStaticString(value ? "true" : "false")
+                case let value?: CopyText.write(CompactJSON.text(value), into: &buffer)
+                }
+            }
+            buffer.writeInteger(UInt8(ascii: "\n"))
+            return buffer
+        }
+    }
+
+    /// A batch of users mapped off the writer's path, with the jsonb keys of its checks.
+    struct PreparedUsers: Sendable {
+        var rows: [UserRow]
+        var notes: Notes
+        var lastIndex: Int
+        /// `[{app_ref, handle, user_name, phone, provider, social}]` (`LegacyImportStore.userCollisions`).
+        var keys: String
+        /// `[{app_ref, legacy_id, fingerprint}]` (`LegacyImportStore.localUserChanges`).
+        var identities: String
     }
 
     /// A legacy raw MD5 hex password (before 2021-07) in the stored form of
@@ -160,7 +192,7 @@ extension LegacyImporter {
     static func newer(_ a: (Date, String), than b: (Date, String)) -> Bool { a.0 != b.0 ? a.0 > b.0 : a.1 > b.1 }
 
     /// Maps a batch and settles duplicate handles inside it. Runs while the previous batch is written.
-    func prepareUsers(_ batch: Batch) throws -> (rows: [UserRow], notes: Notes, lastIndex: Int) {
+    func prepareUsers(_ batch: Batch) throws -> PreparedUsers {
         var notes = Notes()
         var rows: [UserRow] = []
         for item in batch {
@@ -179,18 +211,8 @@ extension LegacyImporter {
             notes.refuse("users", dropped.legacyId, dropped.appId, dropped.handle, "duplicate handle in the app; kept legacy row \(kept.legacyId) (\(options.duplicates.rawValue))")
         }
         rows = rows.filter { winners["\($0.appRef)|\($0.handle.lowercased())"]?.legacyId == $0.legacyId }
-        return (rows, notes, batch.last?.index ?? 0)
-    }
-
-    func writeUsers(_ prepared: (rows: [UserRow], notes: Notes, lastIndex: Int), _ counts: inout ImportSummary.Counts) async throws {
-        record(prepared.notes)
-        prepared.notes.tally(into: &counts)
-        let rows = prepared.rows
-        let lastIndex = prepared.lastIndex
-        if options.dryRun {
-            counts.imported += rows.count
-            return
-        }
+        if options.dryRun { return PreparedUsers(rows: rows, notes: notes, lastIndex: batch.last?.index ?? 0, keys: "", identities: "") }
+        for i in rows.indices { rows[i].copyLine = rows[i].makeCopyLine() }
         let keys = JSONValue.array(rows.map { row in
             var key: [String: JSONValue] = ["app_ref": .int(Int(row.appRef)), "handle": .string(row.handle.lowercased())]
             if let name = row.userName { key["user_name"] = .string(name) }
@@ -201,12 +223,25 @@ extension LegacyImporter {
             }
             return .object(key)
         })
-        let keysJSON = CompactJSON.text(keys)
-        var importedNow = 0
-        var notes = Notes()
         let identities = CompactJSON.text(.array(rows.map { row in
             .object(["app_ref": .int(Int(row.appRef)), "legacy_id": .string(row.legacyId), "fingerprint": row.fields["fingerprint"] ?? .null])
         }))
+        return PreparedUsers(rows: rows, notes: notes, lastIndex: batch.last?.index ?? 0, keys: CompactJSON.text(keys), identities: identities)
+    }
+
+    func writeUsers(_ prepared: PreparedUsers, _ counts: inout ImportSummary.Counts) async throws {
+        record(prepared.notes)
+        prepared.notes.tally(into: &counts)
+        let rows = prepared.rows
+        let lastIndex = prepared.lastIndex
+        if options.dryRun {
+            counts.imported += rows.count
+            return
+        }
+        let keysJSON = prepared.keys
+        let identities = prepared.identities
+        var importedNow = 0
+        var notes = Notes()
         let overwrite = options.overwriteLocalChanges
         try await client.transaction(logger: logger) { db in
             notes = Notes()
@@ -272,19 +307,24 @@ extension LegacyImporter {
             }
             for i in accepted.indices {
                 let row = accepted[i]
+                var changed = false
                 func note(_ reason: String) { notes.adjust("users", row.legacyId, row.appId, row.handle, reason) }
                 if let name = row.userName, clash("userName", row, name) {
                     accepted[i].fields["user_name"] = nil
+                    changed = true
                     note("userName '\(name)' belongs to another user of the app; dropped")
                 }
                 if let phone = row.verifiedPhone, clash("phone", row, phone) {
                     accepted[i].fields["phone_verified"] = .bool(false)
+                    changed = true
                     note("phone \(phone) is verified by another user of the app; imported unverified")
                 }
                 if let social = row.socialKey, clash("social", row, social) {
                     accepted[i].fields["social_user_id"] = nil
+                    changed = true
                     note("provider account \(social) belongs to another user of the app; dropped")
                 }
+                if changed { accepted[i].copyLine = accepted[i].makeCopyLine() }
             }
             if !replaced.isEmpty {
                 try await LegacyImportStore.deleteImportedUsers(
@@ -294,8 +334,12 @@ extension LegacyImporter {
                 try await LegacyImportStore.clearUserTombstones(db, ids: CompactJSON.text(.array(recreated)), logger: self.logger)
             }
             if !accepted.isEmpty {
-                let payload = "[" + accepted.map { CompactJSON.text(.object($0.fields)) }.joined(separator: ",") + "]"
-                try await LegacyImportStore.upsertUsers(db, rows: payload, logger: self.logger)
+                var batch = ByteBufferAllocator().buffer(capacity: accepted.reduce(0) { $0 + $1.copyLine.readableBytes })
+                for row in accepted { batch.writeImmutableBuffer(row.copyLine) }
+                // The identities' keys: those of the whole batch when every row is accepted (the common case).
+                let keys = accepted.count == prepared.rows.count
+                    ? identities : CompactJSON.text(.array(accepted.map { .object(["app_ref": .int(Int($0.appRef)), "legacy_id": .string($0.legacyId)]) }))
+                try await LegacyImportStore.upsertUsers(db, batch: batch, keys: keys, logger: self.logger)
             }
             self.record(notes)
             try await self.flushReport(db)
@@ -547,5 +591,28 @@ extension LegacyImporter {
         }
         counts.imported += imported
         allNotes.tally(into: &counts)
+    }
+}
+
+/// A value in COPY's text format: backslash, tab, newline and carriage return escaped, the rest as is.
+enum CopyText {
+    static func write(_ text: String, into buffer: inout ByteBuffer) {
+        var text = text
+        text.withUTF8 { bytes in
+            guard bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") })
+            else {
+                buffer.writeBytes(bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
+                case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
+                case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
+                case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
+                default: buffer.writeInteger(byte)
+                }
+            }
+        }
     }
 }
