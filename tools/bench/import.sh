@@ -15,9 +15,9 @@
 # 3. Goals: import users/s (whole run) >= 0.5 of the raw COPY's rows/s; peak RSS flat in the number of
 #    users (peak at USERS <= 1.3 x peak at USERS/4).
 #
-# 200,000 users by default: the two imports, the raw COPY and the datasets take about 2-3 minutes on a
-# 2-core machine (1,000,000 takes about 5 times as long and shows the same ratio). KEEP_DB=1 keeps the
-# benchmark databases (otherwise they are dropped at the end).
+# 200,000 users by default: the two imports and the raw COPY take about a minute on a 2-core machine
+# (generating the datasets, once, about 30 s more); 1,000,000 takes about 5 times as long. KEEP_DB=1
+# keeps the benchmark databases (otherwise they are dropped at the end).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
