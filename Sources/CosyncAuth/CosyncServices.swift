@@ -35,7 +35,7 @@ public struct CosyncServices: Sendable {
             configured: configuration.operatorToken, client: client, logger: logger)
         let cache = AppCache(ttl: configuration.appCacheTTL)
         let apps = AppAdministration(client: client, box: configuration.secretBox, serverKeys: serverKeys, logger: logger, cache: cache)
-        let hasher = PasswordHasher(cost: configuration.bcryptCost, maxWait: configuration.kdfMaxWait)
+        let hasher = PasswordHasher(cost: configuration.bcryptCost, maxWait: configuration.kdfMaxWait, niceness: configuration.bcryptNice)
         let tokens = TokenIssuer(
             client: client, box: configuration.secretBox, serverKeys: serverKeys,
             accessTokenLifetime: configuration.accessTokenLifetime, logger: logger, cache: cache)

@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     /// The longest expected wait for a bcrypt thread before a password request is refused with 503
     /// and `Retry-After` (`COSYNC_KDF_MAX_WAIT_MS`, default 2000; see KDFScheduler).
     public var kdfMaxWait: Duration = .seconds(2)
+    /// The nice value of the bcrypt threads (`COSYNC_BCRYPT_NICE`, 0-19, default 0; see `BackgroundPriority`).
+    public var bcryptNice: Int32 = 0
     /// How long an app stays in a node's cache without a change notice (`COSYNC_APP_CACHE_TTL`, seconds,
     /// default 120). Only a net: every change reaches every node at once through LISTEN/NOTIFY.
     public var appCacheTTL: Duration = .seconds(120)
@@ -236,6 +238,7 @@ public struct ServerConfiguration: Sendable {
         if let size = try number("COSYNC_KEY_POOL_SIZE", 0...10_000) { keyPoolSize = size }
         if let seconds = try number("COSYNC_REQUEST_TIMEOUT_SECONDS", 1...3600) { requestTimeout = .seconds(seconds) }
         if let ms = try number("COSYNC_KDF_MAX_WAIT_MS", 10...60000) { kdfMaxWait = .milliseconds(ms) }
+        if let nice = try number("COSYNC_BCRYPT_NICE", 0...19) { bcryptNice = Int32(nice) }
         if let seconds = try number("COSYNC_APP_CACHE_TTL", 1...3600) { appCacheTTL = .seconds(seconds) }
         if let seconds = try number("COSYNC_SHUTDOWN_DRAIN_SECONDS", 0...300) { shutdownDrain = .seconds(seconds) }
         if let seconds = try number("COSYNC_SHUTDOWN_TIMEOUT_SECONDS", 1...3600) { shutdownTimeout = .seconds(seconds) }

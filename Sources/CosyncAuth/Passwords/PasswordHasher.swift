@@ -18,11 +18,17 @@ public struct PasswordHasher: Sendable {
     public let cost: Int
     let pool: NIOThreadPool
     public let scheduler: KDFScheduler
+    /// The hashing threads' nice value (`COSYNC_BCRYPT_NICE`, `BackgroundPriority`; 0, the default,
+    /// leaves them at the request path's priority).
+    let niceness: Int32
 
-    public init(cost: Int = 10, pool: NIOThreadPool = PasswordHasher.pool, maxWait: Duration = .seconds(2)) {
+    public init(
+        cost: Int = 10, pool: NIOThreadPool = PasswordHasher.pool, maxWait: Duration = .seconds(2), niceness: Int32 = 0
+    ) {
         precondition((4...31).contains(cost), "bcrypt cost must be between 4 and 31")
         self.cost = cost
         self.pool = pool
+        self.niceness = niceness
         // `PasswordHasher.pool` has one thread per core.
         self.scheduler = KDFScheduler(slots: System.coreCount, maxWait: maxWait)
     }
@@ -39,6 +45,7 @@ public struct PasswordHasher: Sendable {
     func run<T: Sendable>(_ operation: String, tenant: String, _ job: @Sendable @escaping () -> T) async throws -> T {
         let pool = self.pool
         let scheduler = self.scheduler
+        let niceness = self.niceness
         return try await Telemetry.kdf(operation) { queued in
             try await scheduler.acquire(tenant: tenant)
             // The job's own time on its thread (not a wait for the pool, which other work shares) feeds
@@ -47,7 +54,7 @@ public struct PasswordHasher: Sendable {
             defer { scheduler.release(tenant: tenant, ranFor: ran) }
             Telemetry.kdfStarted(queuedAt: queued)
             let (result, took) = try await pool.runIfActive { () -> (T, Duration) in
-                BackgroundPriority.lowerCurrentThread()  // below the request path (see there)
+                BackgroundPriority.lowerCurrentThread(to: niceness)  // COSYNC_BCRYPT_NICE (see BackgroundPriority)
                 let started = ContinuousClock.now
                 let result = job()
                 return (result, ContinuousClock.now - started)
