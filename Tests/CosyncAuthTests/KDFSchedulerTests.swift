@@ -15,24 +15,29 @@ struct KDFSchedulerTests {
         #expect(condition())
     }
 
+    /// Queues `floods` jobs of tenant "flood" (named flood0, flood1, ... in `order` when they run), then
+    /// one of `quiet`, each in turn once the one before is waiting.
+    func queue(
+        _ scheduler: KDFScheduler, floods: Int, then quiet: String, recordingIn order: NIOLockedValueBox<[String]>
+    ) async throws -> [Task<Void, any Error>] {
+        let before = scheduler.waiting
+        var tasks: [Task<Void, any Error>] = []
+        for (i, tenant) in ((0..<floods).map { ("flood\($0)", "flood") } + [(quiet, quiet)]).enumerated() {
+            tasks.append(Task {
+                try await scheduler.acquire(tenant: tenant.1)
+                order.withLockedValue { $0.append(tenant.0) }
+            })
+            try await eventually { scheduler.waiting == before + i + 1 }
+        }
+        return tasks
+    }
+
     @Test("a flooding tenant waits behind itself: another tenant's job runs next, not after the flood")
     func fairness() async throws {
         let scheduler = KDFScheduler(slots: 1, maxWait: .seconds(600))
         try await scheduler.acquire(tenant: "holder")
         let order = NIOLockedValueBox<[String]>([])
-        var tasks: [Task<Void, any Error>] = []
-        for i in 0..<20 {
-            tasks.append(Task {
-                try await scheduler.acquire(tenant: "flood")
-                order.withLockedValue { $0.append("flood\(i)") }
-            })
-            try await eventually { scheduler.waiting == i + 1 }
-        }
-        tasks.append(Task {
-            try await scheduler.acquire(tenant: "quiet")
-            order.withLockedValue { $0.append("quiet") }
-        })
-        try await eventually { scheduler.waiting == 21 }
+        let tasks = try await queue(scheduler, floods: 20, then: "quiet", recordingIn: order)
         // Each release hands the slot to the next tenant in turn.
         for served in 1...21 {
             // The job that finishes: the holder's, then each served one's.
@@ -54,19 +59,7 @@ struct KDFSchedulerTests {
         try await scheduler.acquire(tenant: "flood")
         try await scheduler.acquire(tenant: "flood")
         let order = NIOLockedValueBox<[String]>([])
-        var tasks: [Task<Void, any Error>] = []
-        for i in 0..<3 {
-            tasks.append(Task {
-                try await scheduler.acquire(tenant: "flood")
-                order.withLockedValue { $0.append("flood\(i)") }
-            })
-            try await eventually { scheduler.waiting == i + 1 }
-        }
-        tasks.append(Task {
-            try await scheduler.acquire(tenant: "quiet")
-            order.withLockedValue { $0.append("quiet") }
-        })
-        try await eventually { scheduler.waiting == 4 }
+        let tasks = try await queue(scheduler, floods: 3, then: "quiet", recordingIn: order)
         // One flood job ends: the flood still runs one, the quiet tenant none. The quiet job goes first,
         // although the flood's turn came before it (one order by turn ran flood0 here).
         scheduler.release(tenant: "flood", ranFor: .milliseconds(1))

@@ -310,33 +310,7 @@ if [ -n "$APPS_DONE" ]; then
 fi
 echo
 echo "== summary"
-python3 - "$ROWS" <<'PY'
-import sys
-rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1]) if l.strip()]
-ops = {"ge": (">=", lambda r, g: r >= g), "le": ("<=", lambda r, g: r <= g), "lt": ("<", lambda r, g: r < g)}
-def num(text):
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
-def show(v, unit):
-    return (f"{v:.2f}" if unit in ("ms", "us/req", "") else f"{v:.1f}") + (f" {unit}" if unit else "")
-print(f"{'figure':<44} {'value':>16} {'limit':>16} {'ratio':>7}  {'goal':<7} result")
-missed = 0
-for name, value, limit, unit, op, goal in rows:
-    v, l = num(value), num(limit)
-    ratio = v / l if l else float("nan")
-    if op == "info":
-        goal_text, result = "-", "-"
-    else:
-        sym, test = ops[op]
-        goal_text = f"{sym} {goal}"
-        ok = ratio == ratio and test(ratio, float(goal))
-        result = "met" if ok else "MISS"
-        missed += 0 if ok else 1
-    print(f"{name:<44} {show(v, unit):>16} {show(l, unit):>16} {ratio:>7.2f}  {goal_text:<7} {result}")
-print(f"{missed} goal(s) missed")
-PY
+python3 "$ROOT/tools/bench/goal_table.py" "$ROWS"
 # tools/bench/goals.sh gathers the rows of every issue-24 benchmark into one table.
 [ -z "${BENCH_ROWS:-}" ] || cat "$ROWS" >> "$BENCH_ROWS"
 [ -z "$APPS_DONE" ] || echo "(*) getUser with $APPS apps: 32 users in 8 of the apps, with all $APPS apps in the database and the cache warmed over all of them; the one-app figure uses $USERS users of one app."

@@ -216,33 +216,7 @@ row "refresh p99 vs p50 (c=$CONNECTIONS)" "$(field "$TMP/refresh.json" p99_ms)" 
 row "passkey flow p99 vs p50 (c=$CONNECTIONS)" "$(field "$TMP/passkey.json" p99_ms)" "$(field "$TMP/passkey.json" p50_ms)" "ms" info ""
 echo
 echo "== summary"
-python3 - "$ROWS" <<'PY'
-import sys
-rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1]) if l.strip()]
-ops = {"ge": (">=", lambda r, g: r >= g), "le": ("<=", lambda r, g: r <= g)}
-def num(text):
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
-def show(v, unit):
-    return (f"{v:.2f}" if unit == "ms" else f"{v:.1f}") + (f" {unit}" if unit else "")
-print(f"{'figure':<44} {'value':>12} {'limit':>12} {'ratio':>7}  {'goal':<7} result")
-missed = 0
-for name, value, limit, unit, op, goal in rows:
-    v, l = num(value), num(limit)
-    ratio = v / l if l else float("nan")
-    if op == "info":
-        goal_text, result = "-", "-"
-    else:
-        sym, test = ops[op]
-        goal_text = f"{sym} {goal}"
-        ok = ratio == ratio and test(ratio, float(goal))
-        result = "met" if ok else "MISS"
-        missed += 0 if ok else 1
-    print(f"{name:<44} {show(v, unit):>12} {show(l, unit):>12} {ratio:>7.2f}  {goal_text:<7} {result}")
-print(f"{missed} goal(s) missed")
-PY
+python3 "$ROOT/tools/bench/goal_table.py" "$ROWS"
 echo "machine: $BUSY"
 echo "ratios: value / limit. The ceilings count RSA signatures (and P-256 verifies) only; the RSA verify of the"
 echo "AppKey access token on the hosted page (~1/30 of a sign) and all HTTP and PostgreSQL work are the difference."
