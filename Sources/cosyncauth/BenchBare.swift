@@ -21,9 +21,7 @@ struct BenchBare: AsyncParsableCommand {
         try await Failure.guarded {
             let database = try db.database()
             let logger = makeLogger("cosyncauth.bench")
-            let pool = ServerConfiguration(
-                database: database, operatorToken: nil, secretBox: try SecretBox(masterKey: Data(count: 32).base64EncodedString()),
-                publicURL: "http://localhost").databaseMaxConnections
+            let pool = try servePoolSize(database)
             let (host, port) = (self.host, self.port)
             try await withDatabase(database, logger: logger, maxConnections: pool) { client in
                 try await buildBareBenchApplication(client: client, host: host, port: port, logger: logger).runService()

@@ -32,10 +32,7 @@ struct BenchPKSelect: AsyncParsableCommand {
         try await Failure.guarded {
             let database = try db.database()
             let logger = makeLogger("cosyncauth.bench")
-            // The pool size `serve` uses: ServerConfiguration's (a throwaway master key: nothing is sealed here).
-            let pool = ServerConfiguration(
-                database: database, operatorToken: nil, secretBox: try SecretBox(masterKey: Data(count: 32).base64EncodedString()),
-                publicURL: "http://localhost").databaseMaxConnections
+            let pool = try servePoolSize(database)
             let (seconds, concurrency, warmup) = (self.seconds, self.concurrency, self.warmup)
             let (count, elapsed) = try await withDatabase(database, logger: logger, maxConnections: pool) { client in
                 var ids: [UUID] = []

@@ -55,6 +55,15 @@ enum Environment {
     }
 }
 
+/// The connection pool size `serve` uses (ServerConfiguration's), for the bench commands that measure
+/// against it: read through a configuration with a throwaway master key (nothing is sealed with it).
+func servePoolSize(_ database: DatabaseURL) throws -> Int {
+    ServerConfiguration(
+        database: database, operatorToken: nil, secretBox: try SecretBox(masterKey: Data(count: 32).base64EncodedString()),
+        publicURL: "http://localhost"
+    ).databaseMaxConnections
+}
+
 /// Runs `body` with a running PostgresClient; maps configuration and connection problems to a
 /// one-line error and exit code 2 (never a stack trace).
 func withDatabase<T: Sendable>(

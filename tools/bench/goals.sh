@@ -13,11 +13,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-if [ -z "${BIN:-}" ]; then
-  echo "building release (.build-release)..." >&2
-  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
-  BIN="$ROOT/.build-release/release/cosyncauth"
-fi
+. "$ROOT/tools/bench/release.sh"
+bench_binary
 export BIN
 ONLY="${ONLY:-login idle import}"
 BENCH_ROWS="$(mktemp /tmp/cosync-goals.XXXXXX)"; export BENCH_ROWS

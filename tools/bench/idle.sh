@@ -13,10 +13,8 @@ cd "$ROOT"
 # shellcheck source=../../deploy/lib/postgres.sh
 . "$ROOT/deploy/lib/postgres.sh"
 WINDOW="${WINDOW:-60}"; SENDS="${SENDS:-10}"
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
-  BIN="$ROOT/.build-release/release/cosyncauth"
-fi
+. "$ROOT/tools/bench/release.sh"
+bench_binary
 pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-idle.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
 SERVER_PID=""

@@ -32,11 +32,8 @@ if ! "$VENV/bin/python" -c "import bcrypt, cryptography" 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/Tests/system/legacy/requirements.txt"
 fi
-if [ -z "${BIN:-}" ]; then
-  echo "building (release)..." >&2
-  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
-  BIN="$(swift build -c release --scratch-path "$ROOT/.build-release" --show-bin-path)/cosyncauth"
-fi
+. "$ROOT/tools/bench/release.sh"
+bench_binary
 
 DATA="$ROOT/.local/bench-import"
 mkdir -p "$DATA"

@@ -33,16 +33,8 @@ PK_CONCURRENCY="${PK_CONCURRENCY:-$CONNECTIONS}"; TOKEN_SECONDS="${TOKEN_SECONDS
 command -v wrk >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is needed"; exit 1; }
-if [ -z "${BIN:-}" ]; then
-  echo "building release..." >&2
-  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
-  BIN="$ROOT/.build-release/release/cosyncauth"
-  KIND="release build"
-else
-  KIND="given binary $BIN"
-  case "$BIN" in *debug*) KIND="$KIND (DEBUG: the figures mean nothing)";; esac
-fi
-[ -x "$BIN" ] || { echo "no executable at $BIN"; exit 1; }
+. "$ROOT/tools/bench/release.sh"
+bench_binary
 
 pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-bench.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"

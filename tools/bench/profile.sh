@@ -13,10 +13,8 @@ ROUTE="${ROUTE:-healthz}"; DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTION
 command -v perf >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq linux-perf >/dev/null; }
 command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)"; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product cosyncauth --scratch-path "$ROOT/.build-release" >&2
-  BIN="$ROOT/.build-release/release/cosyncauth"
-fi
+. "$ROOT/tools/bench/release.sh"
+bench_binary
 pg_install_if_missing; pg_ensure_os_user
 TMP="$(mktemp -d /tmp/cosync-profile.XXXXXX)"; chmod 755 "$TMP"; [ "$(id -u)" -eq 0 ] && chown "$PG_OS_USER": "$TMP"
 SERVER_PID=""
